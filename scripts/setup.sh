@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
+#   --test   also the tools only the tests need (MinIO)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .state .tools
+
+# npm dependencies: reinstall only when package-lock.json changed since the last install.
+lock_sum=$(sha256sum package-lock.json | cut -c1-16)
+if [ ! -f "node_modules/.landfall-lock-$lock_sum" ]; then
+  echo "setup: installing npm dependencies" >&2
+  # `npm install --no-save` rather than `npm ci`: npm 11 leaves other platforms'
+  # optional packages (@swc/core-*) out of the lock file and then npm ci
+  # refuses that lock file as out of sync. --no-save keeps the lock untouched.
+  npm install --no-save --no-audit --no-fund --loglevel=error
+  touch "node_modules/.landfall-lock-$lock_sum"
+fi
+
+bash scripts/install-temporal.sh
+if [ "${1:-}" = "--test" ]; then
+  bash scripts/install-minio.sh
+fi
+
+echo "setup: compiling TypeScript" >&2
+npx --no-install tsc -p tsconfig.build.json

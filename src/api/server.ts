@@ -1,0 +1,50 @@
+import type { Server } from 'node:http';
+import type { Config } from '../config';
+import { createLogger, type Logger } from '../logger';
+import { createDb, pingDb } from '../db/database';
+import { createSelfCheckRepo } from '../db/self-checks-repo';
+import { createObjectStore } from '../storage';
+import { createTemporalClient, pingTemporal } from '../temporal/client';
+import { createApp } from './app';
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds every port once and serves the API; `landfall api` and `landfall dev` both come here. */
+export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, 'api')): Promise<RunningApi> {
+  if (!cfg.database.url) throw new Error('DATABASE_URL is required for the API (landfall dev starts an embedded PostgreSQL)');
+  const db = createDb(cfg.database.url, cfg.database.poolMax);
+  const store = createObjectStore(cfg.storage);
+  const temporal = createTemporalClient(cfg.temporal);
+  const app = createApp({
+    logger,
+    temporal,
+    selfChecks: createSelfCheckRepo(db),
+    readinessTimeoutMs: cfg.readinessTimeoutMs,
+    readinessChecks: [
+      { name: 'postgresql', check: () => pingDb(db) },
+      { name: 'temporal', check: () => pingTemporal(temporal, cfg.temporal.namespace, cfg.readinessTimeoutMs) },
+      { name: 'storage', check: () => store.ping() },
+    ],
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(cfg.api.port, cfg.api.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const url = `http://${cfg.api.host === '0.0.0.0' ? 'localhost' : cfg.api.host}:${cfg.api.port}`;
+  logger.info({ url, storage: store.description, temporal: cfg.temporal.address }, 'api listening');
+  return {
+    server,
+    url,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await Promise.allSettled([db.destroy(), temporal.connection.close()]);
+    },
+  };
+}

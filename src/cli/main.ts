@@ -1,0 +1,81 @@
+/**
+ * `landfall <command>`: one binary for every process. Production runs
+ * `landfall migrate`, `landfall api` and `landfall worker` pointed at external
+ * services; `landfall dev` runs the whole stack on one machine.
+ */
+import { loadConfigOrExit } from '../config';
+import { createLogger } from '../logger';
+
+const USAGE = `usage: landfall <command>
+
+commands:
+  dev                 run everything locally: Temporal + UI, PostgreSQL, migrations, api, worker
+  api                 serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS)
+  worker              run the Temporal worker (needs DATABASE_URL, TEMPORAL_ADDRESS)
+  migrate [latest|rollback|list]
+                      apply (default), roll back all, or list database migrations
+`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const cfg = loadConfigOrExit();
+  switch (command) {
+    case 'dev': {
+      const { runDev } = await import('../dev/supervisor');
+      await runDev(cfg);
+      return;
+    }
+    case 'api': {
+      const { startApi } = await import('../api/server');
+      const logger = createLogger(cfg, 'api');
+      const api = await startApi(cfg, logger);
+      const stop = async () => {
+        logger.info('api stopping');
+        const force = setTimeout(() => process.exit(1), cfg.shutdownTimeoutMs).unref();
+        await api.close();
+        clearTimeout(force);
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void stop());
+      process.once('SIGTERM', () => void stop());
+      return;
+    }
+    case 'worker': {
+      const { startWorker } = await import('../worker/worker');
+      const worker = await startWorker(cfg);
+      // The Temporal runtime already turns SIGINT/SIGTERM into a graceful worker shutdown.
+      await worker.done;
+      process.exit(0);
+      return;
+    }
+    case 'migrate': {
+      const { createDb } = await import('../db/database');
+      const m = await import('../db/migrations');
+      if (!cfg.database.url) throw new Error('DATABASE_URL is required for migrate');
+      const db = createDb(cfg.database.url, 1);
+      try {
+        const sub = rest[0] ?? 'latest';
+        if (sub === 'latest') process.stdout.write(`applied: ${JSON.stringify(await m.migrateLatest(db))}\n`);
+        else if (sub === 'rollback') process.stdout.write(`rolled back: ${JSON.stringify(await m.migrateRollbackAll(db))}\n`);
+        else if (sub === 'list') process.stdout.write(`${JSON.stringify(await m.listMigrations(db), null, 2)}\n`);
+        else throw new Error(`unknown migrate subcommand "${sub}" (latest, rollback, list)`);
+      } finally {
+        await db.destroy();
+      }
+      return;
+    }
+    default:
+      process.stderr.write(`landfall: unknown command "${command}"\n${USAGE}`);
+      process.exit(2);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  // One readable line, never a stack trace, for anything that reaches the top.
+  process.stderr.write(`landfall: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

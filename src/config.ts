@@ -1,0 +1,215 @@
+/**
+ * The one place that reads the environment. Every process parses it once at
+ * start-up and passes the typed result down; nothing else touches process.env.
+ *
+ * Units live in names (`_MS`, `_HOURS`) because a bare `TIMEOUT=30` has bitten
+ * every operator who ever had to guess whether it meant seconds.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+const port = z.coerce
+  .number({ message: 'must be a port number' })
+  .int('must be a whole number')
+  .min(1, 'must be between 1 and 65535')
+  .max(65535, 'must be between 1 and 65535');
+const positiveMs = z.coerce
+  .number({ message: 'must be a number of milliseconds' })
+  .int('must be a whole number of milliseconds')
+  .positive('must be greater than 0');
+const httpUrl = z
+  .string()
+  .refine((v) => /^https?:\/\/[^\s/]+/.test(v), 'must be an http:// or https:// URL');
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+/**
+ * Every variable Landfall understands, with its default. The README table and
+ * the docker-compose test are checked against these keys.
+ */
+export const ENV_SCHEMA = z.object({
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  STATE_DIR: z.string().min(1).default('.state'),
+  API_HOST: z.string().min(1).default('0.0.0.0'),
+  API_PORT: port.default(8090),
+  SERVICE_BASE_URL: httpUrl.optional(),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+  ),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  EMBEDDED_POSTGRES_PORT: port.default(5433),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233')
+    .default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_RETENTION_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(720),
+  TEMPORAL_CLI_PATH: optionalString,
+  STORAGE_BACKEND: z.enum(['local', 's3']).default('local'),
+  STORAGE_LOCAL_DIR: optionalString,
+  S3_ENDPOINT: optionalString.pipe(httpUrl.optional()),
+  S3_ACCESS_KEY: optionalString,
+  S3_SECRET_KEY: optionalString,
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
+    .default('landfall'),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  READINESS_TIMEOUT_MS: positiveMs.default(2000),
+  SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
+});
+
+export type EnvName = keyof z.infer<typeof ENV_SCHEMA>;
+export const ENV_NAMES = Object.keys(ENV_SCHEMA.shape) as EnvName[];
+
+export type StorageConfig =
+  | { backend: 'local'; dir: string }
+  | {
+      backend: 's3';
+      endpoint: string;
+      accessKey: string;
+      secretKey: string;
+      bucket: string;
+      region: string;
+    };
+
+export interface Config {
+  log: { level: string; format: 'json' | 'pretty' };
+  stateDir: string;
+  api: { host: string; port: number; baseUrl: string };
+  database: { url: string | undefined; poolMax: number; embeddedPort: number };
+  temporal: {
+    address: string;
+    namespace: string;
+    uiPort: number;
+    retentionHours: number;
+    cliPath: string | undefined;
+  };
+  storage: StorageConfig;
+  readinessTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly problem: string,
+  ) {
+    super(`invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment (process.env by default) into a Config or throws ConfigError. */
+export function parseConfig(
+  env: Record<string, string | undefined> = process.env,
+  opts: { isTty?: boolean } = {},
+): Config {
+  const parsed = ENV_SCHEMA.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? 'environment');
+    const got = env[variable];
+    throw new ConfigError(variable, `${issue.message}${got === undefined ? '' : ` (got "${got}")`}`);
+  }
+  const e = parsed.data;
+  const stateDir = path.resolve(e.STATE_DIR);
+
+  let storage: StorageConfig;
+  if (e.STORAGE_BACKEND === 's3') {
+    for (const name of ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const) {
+      if (!e[name]) throw new ConfigError(name, 'is required when STORAGE_BACKEND=s3');
+    }
+    storage = {
+      backend: 's3',
+      endpoint: e.S3_ENDPOINT!,
+      accessKey: e.S3_ACCESS_KEY!,
+      secretKey: e.S3_SECRET_KEY!,
+      bucket: e.S3_BUCKET,
+      region: e.S3_REGION,
+    };
+  } else {
+    storage = { backend: 'local', dir: path.resolve(e.STORAGE_LOCAL_DIR ?? path.join(stateDir, 'objects')) };
+  }
+
+  const pretty = e.LOG_FORMAT === 'pretty' || (e.LOG_FORMAT === 'auto' && (opts.isTty ?? false));
+  return {
+    log: { level: e.LOG_LEVEL, format: pretty ? 'pretty' : 'json' },
+    stateDir,
+    api: {
+      host: e.API_HOST,
+      port: e.API_PORT,
+      baseUrl: (e.SERVICE_BASE_URL ?? `http://localhost:${e.API_PORT}`).replace(/\/+$/, ''),
+    },
+    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      uiPort: e.TEMPORAL_UI_PORT,
+      retentionHours: e.TEMPORAL_RETENTION_HOURS,
+      cliPath: e.TEMPORAL_CLI_PATH,
+    },
+    storage,
+    readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}
+
+/**
+ * The inverse of parseConfig for the variables a child process needs: the dev
+ * supervisor uses it to hand its resolved settings to the api and worker it
+ * starts, so both read them through parseConfig like in production.
+ */
+export function configToEnv(c: Config): Record<EnvName, string | undefined> {
+  return {
+    LOG_LEVEL: c.log.level,
+    LOG_FORMAT: c.log.format,
+    STATE_DIR: c.stateDir,
+    API_HOST: c.api.host,
+    API_PORT: String(c.api.port),
+    SERVICE_BASE_URL: c.api.baseUrl,
+    DATABASE_URL: c.database.url,
+    DATABASE_POOL_MAX: String(c.database.poolMax),
+    EMBEDDED_POSTGRES_PORT: String(c.database.embeddedPort),
+    TEMPORAL_ADDRESS: c.temporal.address,
+    TEMPORAL_NAMESPACE: c.temporal.namespace,
+    TEMPORAL_UI_PORT: String(c.temporal.uiPort),
+    TEMPORAL_RETENTION_HOURS: String(c.temporal.retentionHours),
+    TEMPORAL_CLI_PATH: c.temporal.cliPath,
+    STORAGE_BACKEND: c.storage.backend,
+    STORAGE_LOCAL_DIR: c.storage.backend === 'local' ? c.storage.dir : undefined,
+    S3_ENDPOINT: c.storage.backend === 's3' ? c.storage.endpoint : undefined,
+    S3_ACCESS_KEY: c.storage.backend === 's3' ? c.storage.accessKey : undefined,
+    S3_SECRET_KEY: c.storage.backend === 's3' ? c.storage.secretKey : undefined,
+    S3_BUCKET: c.storage.backend === 's3' ? c.storage.bucket : undefined,
+    S3_REGION: c.storage.backend === 's3' ? c.storage.region : undefined,
+    READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
+    SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
+  };
+}
+
+/** Parses process.env, or prints one line naming the bad variable and exits 2. */
+export function loadConfigOrExit(): Config {
+  try {
+    return parseConfig(process.env, { isTty: Boolean(process.stdout.isTTY) });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`landfall: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** Variables a child process may inherit from its parent untouched (PATH and friends). */
+export function passthroughEnv(): Record<string, string | undefined> {
+  const keep = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS'];
+  return Object.fromEntries(keep.map((k) => [k, process.env[k]]));
+}

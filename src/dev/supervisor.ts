@@ -1,0 +1,137 @@
+/**
+ * `landfall dev` (what `npm start` runs): Temporal with its UI, PostgreSQL,
+ * migrations, then the api and the worker as child processes, exactly as they
+ * would run in production. Ctrl-C stops them in reverse order.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { configToEnv, passthroughEnv, type Config } from '../config';
+import { createLogger, redactUrl, type Logger } from '../logger';
+import { createDb } from '../db/database';
+import { migrateLatest } from '../db/migrations';
+import { startEmbeddedPostgres, type EmbeddedPg } from './embedded-postgres';
+import { startTemporalDevServer, temporalBinary, type TemporalDevServer } from './temporal-dev-server';
+import { canConnect, sleep, stopProcess } from './process-utils';
+
+const MAIN = path.join(__dirname, '..', 'cli', 'main.js');
+
+function spawnComponent(name: 'api' | 'worker', cfg: Config): ChildProcess {
+  // Children parse the same variables through parseConfig, like in production.
+  const env = { ...passthroughEnv(), ...configToEnv(cfg) };
+  const clean = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+  return spawn(process.execPath, [MAIN, name], { env: clean, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+async function waitReady(url: string, timeoutMs: number, children: ChildProcess[]): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const dead = children.find((c) => c.exitCode !== null);
+    if (dead) throw new Error(`a component exited with code ${dead.exitCode} during start-up`);
+    try {
+      const res = await fetch(`${url}/readyz`);
+      if (res.status === 200) return;
+      last = JSON.stringify(await res.json());
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(250);
+  }
+  throw new Error(`the API did not become ready within ${timeoutMs} ms: ${last}`);
+}
+
+export async function runDev(cfgIn: Config): Promise<void> {
+  const logger: Logger = createLogger(cfgIn, 'dev');
+  let cfg = cfgIn;
+  let temporal: TemporalDevServer | undefined;
+  let pg: EmbeddedPg | undefined;
+  const children: ChildProcess[] = [];
+  let stopping = false;
+
+  const shutdown = async (code: number): Promise<never> => {
+    if (stopping) return new Promise<never>(() => undefined);
+    stopping = true;
+    logger.info('stopping landfall');
+    // Reverse order of start: the api and worker first, so they do not log a burst of connection errors.
+    await Promise.all(children.map((c) => stopProcess(c, cfg.shutdownTimeoutMs)));
+    await temporal?.stop(cfg.shutdownTimeoutMs);
+    await pg?.stop().catch((err: Error) => logger.warn({ err: err.message }, 'postgres stop failed'));
+    logger.info('stopped');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
+  try {
+    const [tHost, tPort] = cfg.temporal.address.split(':') as [string, string];
+    if (await canConnect(tHost, Number(tPort))) {
+      throw new Error(`port ${tPort} is already in use (another Temporal server?); stop it or set TEMPORAL_ADDRESS`);
+    }
+    logger.info({ address: cfg.temporal.address, uiPort: cfg.temporal.uiPort }, 'starting temporal dev server');
+    temporal = await startTemporalDevServer({
+      binary: temporalBinary(cfg.temporal.cliPath),
+      port: Number(tPort),
+      uiPort: cfg.temporal.uiPort,
+      dbFile: path.join(cfg.stateDir, 'temporal', 'temporal.sqlite'),
+      namespace: cfg.temporal.namespace,
+      retentionHours: cfg.temporal.retentionHours,
+      onOutput: (line) => logger.debug({ component: 'temporal' }, line),
+    });
+    temporal.process.once('exit', (code) => {
+      if (!stopping) {
+        logger.error({ code }, 'temporal server exited unexpectedly');
+        void shutdown(1);
+      }
+    });
+
+    if (!cfg.database.url) {
+      logger.info({ port: cfg.database.embeddedPort }, 'starting embedded postgresql');
+      pg = await startEmbeddedPostgres({
+        dir: path.join(cfg.stateDir, 'postgres'),
+        port: cfg.database.embeddedPort,
+        database: 'landfall',
+        onLog: (line) => logger.debug({ component: 'postgres' }, line),
+      });
+      cfg = { ...cfg, database: { ...cfg.database, url: pg.url } };
+    }
+
+    const db = createDb(cfg.database.url!, 2);
+    try {
+      const applied = await migrateLatest(db);
+      logger.info({ applied }, 'migrations up to date');
+    } finally {
+      await db.destroy();
+    }
+
+    for (const name of ['api', 'worker'] as const) {
+      const child = spawnComponent(name, cfg);
+      children.push(child);
+      child.once('exit', (code, signal) => {
+        if (!stopping) {
+          logger.error({ component: name, code, signal }, 'component exited unexpectedly');
+          void shutdown(1);
+        }
+      });
+    }
+    const apiUrl = `http://localhost:${cfg.api.port}`;
+    await waitReady(apiUrl, 60000, children);
+
+    process.stdout.write(
+      [
+        '',
+        'Landfall is running',
+        `  API           ${apiUrl}   (liveness ${apiUrl}/healthz, readiness ${apiUrl}/readyz)`,
+        `  Temporal UI   ${temporal.uiUrl}`,
+        `  Temporal      ${temporal.address} (namespace ${cfg.temporal.namespace})`,
+        `  PostgreSQL    ${redactUrl(cfg.database.url!)}${pg ? ' (embedded)' : ''}`,
+        `  Storage       ${cfg.storage.backend === 'local' ? `local:${cfg.storage.dir}` : `s3:${cfg.storage.endpoint}/${cfg.storage.bucket}`}`,
+        `  State         ${cfg.stateDir}`,
+        'Press Ctrl-C to stop.',
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'start-up failed');
+    await shutdown(1);
+  }
+}

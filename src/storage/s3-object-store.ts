@@ -1,0 +1,101 @@
+import { Readable } from 'node:stream';
+import * as Minio from 'minio';
+import { assertValidKey, streamToBuffer, type ObjectInfo, type ObjectStore } from './object-store';
+
+export interface S3Settings {
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+  bucket: string;
+  region: string;
+}
+
+/** MinIO or any S3-compatible service through the minio client. */
+export class S3ObjectStore implements ObjectStore {
+  readonly description: string;
+  private readonly client: Minio.Client;
+  private bucketReady = false;
+
+  constructor(private readonly s: S3Settings) {
+    const url = new URL(s.endpoint);
+    const useSSL = url.protocol === 'https:';
+    this.client = new Minio.Client({
+      endPoint: url.hostname,
+      port: url.port ? Number(url.port) : useSSL ? 443 : 80,
+      useSSL,
+      accessKey: s.accessKey,
+      secretKey: s.secretKey,
+      region: s.region,
+      pathStyle: true,
+    });
+    this.description = `s3:${url.host}/${s.bucket}`;
+  }
+
+  /** Creates the bucket on first use, so a fresh MinIO needs no manual step. */
+  private async ensureBucket(): Promise<void> {
+    if (this.bucketReady) return;
+    const exists = await this.client.bucketExists(this.s.bucket);
+    if (!exists) {
+      try {
+        await this.client.makeBucket(this.s.bucket, this.s.region);
+      } catch (err) {
+        // Another process may have created it between the check and the make.
+        const code = (err as { code?: string }).code;
+        if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') throw err;
+      }
+    }
+    this.bucketReady = true;
+  }
+
+  async put(key: string, body: Buffer | string | Readable, contentType = 'application/octet-stream'): Promise<ObjectInfo> {
+    assertValidKey(key);
+    await this.ensureBucket();
+    const data = typeof body === 'string' ? Buffer.from(body) : body;
+    await this.client.putObject(this.s.bucket, key, data, undefined, { 'Content-Type': contentType });
+    return (await this.stat(key))!;
+  }
+
+  async stat(key: string): Promise<ObjectInfo | null> {
+    assertValidKey(key);
+    await this.ensureBucket();
+    try {
+      const s = await this.client.statObject(this.s.bucket, key);
+      return { key, sizeBytes: s.size, modifiedAt: s.lastModified };
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'NotFound' || code === 'NoSuchKey') return null;
+      throw err;
+    }
+  }
+
+  async getStream(key: string): Promise<Readable> {
+    assertValidKey(key);
+    await this.ensureBucket();
+    return this.client.getObject(this.s.bucket, key);
+  }
+
+  async getBuffer(key: string): Promise<Buffer> {
+    return streamToBuffer(await this.getStream(key));
+  }
+
+  async delete(key: string): Promise<void> {
+    assertValidKey(key);
+    await this.ensureBucket();
+    await this.client.removeObject(this.s.bucket, key);
+  }
+
+  async list(prefix: string): Promise<ObjectInfo[]> {
+    await this.ensureBucket();
+    const out: ObjectInfo[] = [];
+    const stream = this.client.listObjectsV2(this.s.bucket, prefix, true);
+    for await (const item of stream as AsyncIterable<Minio.BucketItem>) {
+      if (item.name) out.push({ key: item.name, sizeBytes: item.size, modifiedAt: item.lastModified ?? new Date(0) });
+    }
+    return out.sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  async ping(): Promise<void> {
+    this.bucketReady = false;
+    await this.ensureBucket();
+  }
+}

@@ -1,0 +1,2 @@
+// Every workflow the worker registers; the bundler starts from this file.
+export { selfCheckWorkflow } from './self-check';
