@@ -213,3 +213,10 @@ export function passthroughEnv(): Record<string, string | undefined> {
   const keep = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS'];
   return Object.fromEntries(keep.map((k) => [k, process.env[k]]));
 }
+
+/**
+ * What `landfall api` and `landfall worker` need set when they run against
+ * external services (the defaults only make sense on one laptop). The
+ * docker-compose test holds the production topology to this list.
+ */
+export const PRODUCTION_REQUIRED_ENV: readonly EnvName[] = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'STORAGE_BACKEND', 'SERVICE_BASE_URL'];

@@ -48,7 +48,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(status).json(errorBody(status, reason));
       return;
     }
-    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ?? logger.error({ err }, 'unhandled error');
+    const log = (req as { log?: Logger }).log ?? logger;
+    log.error({ err }, 'unhandled error');
     res.status(ERROR_STATUS.internal).json(errorBody(500, 'internal error; see the service log for this request id'));
   };
 }

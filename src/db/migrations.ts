@@ -28,7 +28,6 @@ class ExtensionlessSource implements Knex.MigrationSource<string> {
     return name;
   }
   async getMigration(name: string): Promise<Knex.Migration> {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const mod = require(path.join(MIGRATIONS_DIR, name + EXT)) as MigrationModule;
     return { up: mod.up, down: mod.down };
   }

@@ -102,6 +102,9 @@ export async function startEmbeddedPostgres(o: {
     await fs.writeFile(pwFile, password + '\n', { mode: 0o600 });
     try {
       if (user) {
+        // The postgres user must be able to reach its data folder through the parent (mkdtemp makes it 0700).
+        const parent = await fs.stat(path.dirname(o.dir));
+        await fs.chmod(path.dirname(o.dir), (parent.mode & 0o777) | 0o011);
         await fs.chown(o.dir, user.uid, user.gid);
         await fs.chown(pwFile, user.uid, user.gid);
       }

@@ -1,0 +1,182 @@
+/**
+ * The first end-to-end test: `landfall dev` (what `npm start` runs) brings up
+ * real Temporal, PostgreSQL and storage; a self-check written through the API
+ * runs a workflow to completion; the row is in PostgreSQL and the object in
+ * storage; Ctrl-C leaves nothing running; a second start reuses the state.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client as PgClient } from 'pg';
+import { Client, Connection } from '@temporalio/client';
+import { canConnect, freePort } from '../../src/dev/process-utils';
+import { S3ObjectStore } from '../../src/storage/s3-object-store';
+import { eventually, startTestMinio, tempDir, type TestMinio } from '../support/services';
+
+const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
+
+interface Stack {
+  proc: ChildProcess;
+  output: () => string;
+  apiUrl: string;
+  ports: { api: number; temporal: number; ui: number; pg: number };
+  stateDir: string;
+}
+
+async function startStack(stateDir: string, extraEnv: Record<string, string> = {}, ports?: Stack['ports']): Promise<Stack> {
+  const p = ports ?? { api: await freePort(), temporal: await freePort(), ui: await freePort(), pg: await freePort() };
+  const env = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/root',
+    STATE_DIR: stateDir,
+    API_HOST: '127.0.0.1',
+    API_PORT: String(p.api),
+    TEMPORAL_ADDRESS: `127.0.0.1:${p.temporal}`,
+    TEMPORAL_UI_PORT: String(p.ui),
+    EMBEDDED_POSTGRES_PORT: String(p.pg),
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  };
+  const proc = spawn(process.execPath, [MAIN, 'dev'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  await eventually(async () => {
+    if (proc.exitCode !== null) throw new Error(`landfall dev exited ${proc.exitCode}: ${out.slice(-2000)}`);
+    return out.includes('Landfall is running');
+  }, 120000, 'the start banner');
+  return { proc, output: () => out, apiUrl: `http://127.0.0.1:${p.api}`, ports: p, stateDir };
+}
+
+async function stopStack(s: Stack): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => s.proc.once('exit', (code) => resolve(code)));
+  s.proc.kill('SIGINT');
+  return exited;
+}
+
+async function temporalClient(port: number): Promise<Client> {
+  return new Client({ connection: await Connection.connect({ address: `127.0.0.1:${port}` }), namespace: 'default' });
+}
+
+async function runSelfCheck(s: Stack, message: string) {
+  const res = await fetch(`${s.apiUrl}/api/landfall/v1/self-checks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message }),
+  });
+  expect(res.status).toBe(202);
+  const created = (await res.json()) as { id: string; workflow_id: string; status: string };
+  expect(created.status).toBe('pending');
+  expect(created.workflow_id).toBe(`self-check-${created.id}`);
+
+  const client = await temporalClient(s.ports.temporal);
+  try {
+    const result = (await client.workflow.getHandle(created.workflow_id).result()) as { objectKey: string };
+    expect(result.objectKey).toBe(`self-checks/${created.id}.json`);
+  } finally {
+    await client.connection.close();
+  }
+  return created;
+}
+
+async function queryRow(s: Stack, id: string) {
+  const password = readFileSync(path.join(s.stateDir, 'postgres.password'), 'utf8').trim();
+  const pg = new PgClient({ connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${s.ports.pg}/landfall` });
+  await pg.connect();
+  try {
+    const { rows } = await pg.query('select status, object_key, storage, message from self_checks where id = $1', [id]);
+    return rows[0] as { status: string; object_key: string; storage: string; message: string } | undefined;
+  } finally {
+    await pg.end();
+  }
+}
+
+async function expectAllStopped(s: Stack) {
+  for (const port of Object.values(s.ports)) expect(await canConnect('127.0.0.1', port)).toBe(false);
+}
+
+describe('landfall dev with the local storage backend', () => {
+  const stateDir = tempDir('stack-local');
+  let stack: Stack | undefined;
+  afterAll(async () => {
+    if (stack && stack.proc.exitCode === null) await stopStack(stack);
+  });
+
+  it('starts everything, prints the URLs, and runs a self-check through API, Temporal, PostgreSQL and storage', async () => {
+    stack = await startStack(stateDir);
+    const banner = stack.output();
+    expect(banner).toContain(`http://localhost:${stack.ports.api}`);
+    expect(banner).toContain(`Temporal UI   http://localhost:${stack.ports.ui}`);
+    expect(banner).not.toContain(readFileSync(path.join(stateDir, 'postgres.password'), 'utf8').trim());
+
+    const ready = await fetch(`${stack.apiUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    // The Temporal UI is served.
+    expect(await (await fetch(`http://127.0.0.1:${stack.ports.ui}/`)).text()).toMatch(/<html/i);
+
+    const created = await runSelfCheck(stack, 'hello from the local test');
+    const row = await queryRow(stack, created.id);
+    expect(row).toMatchObject({ status: 'completed', object_key: `self-checks/${created.id}.json`, message: 'hello from the local test' });
+    const file = path.join(stateDir, 'objects', 'self-checks', `${created.id}.json`);
+    expect(existsSync(file)).toBe(true);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ id: created.id, message: 'hello from the local test' });
+
+    // The dev server is set up for installs: retention raised, search attributes registered.
+    const client = await temporalClient(stack.ports.temporal);
+    try {
+      const ns = await client.connection.workflowService.describeNamespace({ namespace: 'default' });
+      expect(Number(ns.config?.workflowExecutionRetentionTtl?.seconds)).toBe(720 * 3600);
+      const sas = await client.connection.operatorService.listSearchAttributes({ namespace: 'default' });
+      expect(Object.keys(sas.customAttributes ?? {})).toEqual(expect.arrayContaining(['ClusterId', 'ClusterName', 'InstallStatus', 'KubernetesRelease']));
+    } finally {
+      await client.connection.close();
+    }
+
+    const code = await stopStack(stack);
+    expect(code).toBe(0);
+    await expectAllStopped(stack);
+
+    // A second start reuses the state: the row, the object and the workflow history are still there.
+    stack = await startStack(stateDir, {}, stack.ports);
+    const again = await fetch(`${stack.apiUrl}/api/landfall/v1/self-checks/${created.id}`);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ id: created.id, status: 'completed' });
+    const client2 = await temporalClient(stack.ports.temporal);
+    try {
+      const d = await client2.workflow.getHandle(created.workflow_id).describe();
+      expect(d.status.name).toBe('COMPLETED');
+    } finally {
+      await client2.connection.close();
+    }
+    expect(await stopStack(stack)).toBe(0);
+    await expectAllStopped(stack);
+  });
+});
+
+describe('landfall dev with the S3 backend on a real MinIO', () => {
+  let minio: TestMinio;
+  let stack: Stack | undefined;
+  beforeAll(async () => {
+    minio = await startTestMinio();
+  });
+  afterAll(async () => {
+    if (stack && stack.proc.exitCode === null) await stopStack(stack);
+    await minio?.stop();
+  });
+
+  it('writes the self-check object into the bucket', async () => {
+    const s3 = { STORAGE_BACKEND: 's3', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'landfall-e2e' };
+    stack = await startStack(tempDir('stack-s3'), s3);
+    const created = await runSelfCheck(stack, 'hello from the s3 test');
+    const row = await queryRow(stack, created.id);
+    expect(row?.status).toBe('completed');
+    expect(row?.storage).toBe(`s3:${new URL(minio.endpoint).host}/landfall-e2e`);
+    const store = new S3ObjectStore({ endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey, bucket: 'landfall-e2e', region: 'us-east-1' });
+    const body = JSON.parse((await store.getBuffer(`self-checks/${created.id}.json`)).toString());
+    expect(body).toMatchObject({ id: created.id, message: 'hello from the s3 test' });
+    // The S3 secret is never logged.
+    expect(stack.output()).not.toContain(minio.secretKey);
+    expect(await stopStack(stack)).toBe(0);
+    await expectAllStopped(stack);
+  });
+});

@@ -1,0 +1,48 @@
+import { Readable } from 'node:stream';
+import { S3ObjectStore } from '../../src/storage/s3-object-store';
+import { startTestMinio, type TestMinio } from '../support/services';
+
+let minio: TestMinio;
+beforeAll(async () => {
+  minio = await startTestMinio();
+});
+afterAll(async () => {
+  await minio?.stop();
+});
+
+const storeFor = (bucket: string, secretKey = minio.secretKey) =>
+  new S3ObjectStore({ endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey, bucket, region: 'us-east-1' });
+
+describe('S3ObjectStore against a real MinIO', () => {
+  it('creates its bucket on first use and round-trips objects', async () => {
+    const store = storeFor('landfall-roundtrip');
+    await store.ping();
+    await store.put('clusters/c1/master.ign', '{"ignition":{"version":"3.4.0"}}', 'application/json');
+    await store.put('clusters/c1/big.bin', Readable.from((function* () {
+      for (let i = 0; i < 64; i++) yield Buffer.alloc(64 * 1024, i);
+    })()));
+    await store.put('clusters/c2/x', 'other');
+    expect((await store.getBuffer('clusters/c1/master.ign')).toString()).toContain('3.4.0');
+    const big = await store.getBuffer('clusters/c1/big.bin');
+    expect(big.length).toBe(64 * 64 * 1024);
+    expect(big[64 * 1024 * 10]).toBe(10);
+    expect((await store.list('clusters/c1/')).map((o) => [o.key, o.sizeBytes])).toEqual([
+      ['clusters/c1/big.bin', 4194304],
+      ['clusters/c1/master.ign', 32],
+    ]);
+    await store.delete('clusters/c1/master.ign');
+    expect(await store.stat('clusters/c1/master.ign')).toBeNull();
+  });
+
+  it('fails ping with wrong credentials and does not echo the secret', async () => {
+    const bad = storeFor('landfall-roundtrip', 'definitely-wrong-secret');
+    const err = await bad.ping().then(() => undefined, (e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err?.message)).not.toContain('definitely-wrong-secret');
+    expect(bad.description).not.toContain('definitely-wrong-secret');
+  });
+
+  it('rejects keys that climb out of the prefix', async () => {
+    await expect(storeFor('landfall-roundtrip').put('../escape', 'x')).rejects.toThrow(/invalid object key/);
+  });
+});
