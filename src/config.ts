@@ -62,6 +62,13 @@ export const ENV_SCHEMA = z.object({
     .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
     .default('landfall'),
   S3_REGION: z.string().min(1).default('us-east-1'),
+  AUTH_TYPE: z.enum(['none', 'local']).default('none'),
+  EC_PRIVATE_KEY_PEM: optionalString,
+  EC_PUBLIC_KEY_PEM: optionalString,
+  IMAGE_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600),
+  RELEASES_FILE: optionalString,
+  API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
+  API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
 });
@@ -93,6 +100,11 @@ export interface Config {
     cliPath: string | undefined;
   };
   storage: StorageConfig;
+  auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number };
+  releasesFile: string | undefined;
+  /** Check every response against the OpenAPI document (tests; costs CPU in production). */
+  validateResponses: boolean;
+  bodyLimitBytes: number;
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
 }
@@ -139,6 +151,8 @@ export function parseConfig(
     storage = { backend: 'local', dir: path.resolve(e.STORAGE_LOCAL_DIR ?? path.join(stateDir, 'objects')) };
   }
 
+  // PEM in an env variable often arrives with literal "\n"; accept both forms.
+  const pem = (v: string | undefined) => v?.replace(/\\n/g, '\n');
   const pretty = e.LOG_FORMAT === 'pretty' || (e.LOG_FORMAT === 'auto' && (opts.isTty ?? false));
   return {
     log: { level: e.LOG_LEVEL, format: pretty ? 'pretty' : 'json' },
@@ -157,6 +171,10 @@ export function parseConfig(
       cliPath: e.TEMPORAL_CLI_PATH,
     },
     storage,
+    auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS },
+    releasesFile: e.RELEASES_FILE,
+    validateResponses: e.API_VALIDATE_RESPONSES === 'true',
+    bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
@@ -190,6 +208,13 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     S3_SECRET_KEY: c.storage.backend === 's3' ? c.storage.secretKey : undefined,
     S3_BUCKET: c.storage.backend === 's3' ? c.storage.bucket : undefined,
     S3_REGION: c.storage.backend === 's3' ? c.storage.region : undefined,
+    AUTH_TYPE: c.auth.type,
+    EC_PRIVATE_KEY_PEM: c.auth.privateKeyPem,
+    EC_PUBLIC_KEY_PEM: c.auth.publicKeyPem,
+    IMAGE_URL_TTL_SECONDS: String(c.auth.imageUrlTtlSeconds),
+    RELEASES_FILE: c.releasesFile,
+    API_VALIDATE_RESPONSES: String(c.validateResponses),
+    API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
   };

@@ -25,6 +25,7 @@ const SECRET_KEYS = [
   'x-secret-key',
   'cookie',
   'S3_SECRET_KEY',
+  'EC_PRIVATE_KEY_PEM',
   'DATABASE_URL',
 ];
 

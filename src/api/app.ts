@@ -1,13 +1,19 @@
 import express, { type Express } from 'express';
 import { randomUUID } from 'node:crypto';
 import { pinoHttp } from 'pino-http';
+import * as OpenApiValidator from 'express-openapi-validator';
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { DependencyCheck } from '../readiness';
 import type { SelfCheckRepo } from '../db/self-checks-repo';
+import type { ServiceContext } from '../services/context';
 import { healthRoutes } from './health-routes';
 import { selfCheckRoutes } from './self-check-routes';
 import { errorHandler, notFoundHandler } from './errors';
+import { assistedRoutes } from './assisted/routes';
+import { authenticate } from './assisted/auth';
+import { BASE_PATH } from './assisted/presenters';
+import { loadOpenApiDocument } from './openapi/spec';
 
 export interface ApiDeps {
   logger: Logger;
@@ -15,6 +21,10 @@ export interface ApiDeps {
   selfChecks: SelfCheckRepo;
   readinessChecks: DependencyCheck[];
   readinessTimeoutMs: number;
+  services: ServiceContext;
+  authType: 'none' | 'local';
+  validateResponses: boolean;
+  bodyLimitBytes: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -23,6 +33,8 @@ export function createApp(deps: ApiDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  // Repeated query keys (host_ids=a&host_ids=b) become arrays; nothing deeper.
+  app.set('query parser', 'extended');
 
   app.use(
     pinoHttp({
@@ -34,19 +46,47 @@ export function createApp(deps: ApiDeps): Express {
         res.setHeader('X-Request-Id', id);
         return id;
       },
-      // Headers carry tokens (Authorization, X-Secret-Key); log the route, not the headers.
+      // Headers and query strings carry tokens (Authorization, X-Secret-Key, api_key); log the route only.
       serializers: {
         req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.split('?')[0] }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || /\/instructions(\?|$)/.test(req.url ?? '') },
     }),
   );
-  app.use(express.json({ limit: '2mb' }));
+  // strict: false because some AS operations take a bare JSON string (install-config, ingress-cert).
+  app.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
 
   app.use(healthRoutes({ checks: deps.readinessChecks, timeoutMs: deps.readinessTimeoutMs }));
   app.use('/api/landfall/v1', selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
+
+  const spec = loadOpenApiDocument();
+  app.get(`${BASE_PATH}/v2/openapi.json`, (_req, res) => {
+    res.json(spec);
+  });
+  // The generated Python client sends booleans as "True"/"False"; the validator only coerces lower case.
+  app.use(BASE_PATH, (req, _res, next) => {
+    if (req.url.includes('True') || req.url.includes('False')) {
+      req.url = req.url.replace(/=(True|False)(?=&|$)/g, (_m, v: string) => `=${v.toLowerCase()}`);
+    }
+    next();
+  });
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: loadOpenApiDocument() as never,
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      // Log uploads are streamed by their handler (busboy), not buffered by the validator.
+      fileUploader: false,
+      ignorePaths: (p: string) => /\/v2\/clusters\/[^/]+\/logs$/.test(p) || p.endsWith('/v2/openapi.json'),
+      ignoreUndocumented: false,
+    }),
+  );
+  const defaultSecurity = (spec.security as Array<Record<string, unknown>> | undefined) ?? [{ userAuth: [] }];
+  app.use(BASE_PATH, authenticate(deps.authType, deps.services.signer, defaultSecurity), assistedRoutes(deps.services));
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -16,6 +16,7 @@ export const notFoundHandler: RequestHandler = (req, res) => {
 };
 
 interface HttpishError {
+  errors?: Array<{ path?: string; message?: string }>;
   status?: number;
   statusCode?: number;
   type?: string;
@@ -36,6 +37,15 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // body-parser and friends raise http-errors with a 4xx status and a safe message.
     const h = err as HttpishError;
     const status = h.status ?? h.statusCode;
+    if (status && status >= 400 && status < 500 && Array.isArray(h.errors) && h.errors.length) {
+      // OpenAPI validation: name each field ("body.name", "query.limit") and the rule it broke.
+      const reason = h.errors
+        .slice(0, 5)
+        .map((e) => `${(e.path ?? '').replace(/^\//, '').replace(/\//g, '.')}: ${e.message ?? 'invalid'}`)
+        .join('; ');
+      res.status(status).json(errorBody(status, reason));
+      return;
+    }
     if (status && status >= 400 && status < 500) {
       const reason =
         h.type === 'entity.parse.failed'

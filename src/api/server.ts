@@ -2,7 +2,10 @@ import type { Server } from 'node:http';
 import type { Config } from '../config';
 import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
-import { createSelfCheckRepo } from '../db/self-checks-repo';
+import { readFileSync } from 'node:fs';
+import { TokenSigner } from '../auth/jwt';
+import { DEFAULT_RELEASES, parseReleaseCatalogue, type ReleaseCatalogue } from '../domain/releases';
+import { createRepos } from '../services/context';
 import { createObjectStore } from '../storage';
 import { createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
@@ -16,13 +19,29 @@ export interface RunningApi {
 /** Builds every port once and serves the API; `landfall api` and `landfall dev` both come here. */
 export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, 'api')): Promise<RunningApi> {
   if (!cfg.database.url) throw new Error('DATABASE_URL is required for the API (landfall dev starts an embedded PostgreSQL)');
+  if (cfg.auth.type === 'local' && !cfg.auth.privateKeyPem) throw new Error('EC_PRIVATE_KEY_PEM is required when AUTH_TYPE=local (landfall dev generates one)');
   const db = createDb(cfg.database.url, cfg.database.poolMax);
   const store = createObjectStore(cfg.storage);
   const temporal = createTemporalClient(cfg.temporal);
+  const repos = createRepos(db);
   const app = createApp({
     logger,
     temporal,
-    selfChecks: createSelfCheckRepo(db),
+    selfChecks: repos.selfChecks,
+    authType: cfg.auth.type,
+    validateResponses: cfg.validateResponses,
+    bodyLimitBytes: cfg.bodyLimitBytes,
+    services: {
+      db,
+      repos,
+      store,
+      temporal,
+      signer: createSigner(cfg),
+      releases: loadReleases(cfg.releasesFile),
+      baseUrl: cfg.api.baseUrl,
+      imageUrlTtlSeconds: cfg.auth.imageUrlTtlSeconds,
+      now: () => new Date(),
+    },
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     readinessChecks: [
       { name: 'postgresql', check: () => pingDb(db) },
@@ -47,4 +66,18 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
       await Promise.allSettled([db.destroy(), temporal.connection.close()]);
     },
   };
+}
+
+export function createSigner(cfg: Config): TokenSigner | undefined {
+  if (!cfg.auth.privateKeyPem && !cfg.auth.publicKeyPem) return undefined;
+  return new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem, publicKeyPem: cfg.auth.publicKeyPem });
+}
+
+export function loadReleases(file: string | undefined): ReleaseCatalogue {
+  if (!file) return DEFAULT_RELEASES;
+  try {
+    return parseReleaseCatalogue(JSON.parse(readFileSync(file, 'utf8')));
+  } catch (err) {
+    throw new Error(`RELEASES_FILE ${file}: ${(err as Error).message}`);
+  }
 }

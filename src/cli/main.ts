@@ -12,6 +12,9 @@ commands:
   dev                 run everything locally: Temporal + UI, PostgreSQL, migrations, api, worker
   api                 serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS)
   worker              run the Temporal worker (needs DATABASE_URL, TEMPORAL_ADDRESS)
+  token user <name> [--admin] [--ttl-hours N]
+  token agent <infra-env-id> [--ttl-hours N]
+                      print a signed token for AUTH_TYPE=local (needs EC_PRIVATE_KEY_PEM)
   migrate [latest|rollback|list]
                       apply (default), roll back all, or list database migrations
 `;
@@ -66,6 +69,22 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         await db.destroy();
       }
+      return;
+    }
+    case 'token': {
+      const { TokenSigner } = await import('../auth/jwt');
+      if (!cfg.auth.privateKeyPem) throw new Error('EC_PRIVATE_KEY_PEM is required to sign tokens');
+      const signer = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem });
+      const [kind, subject] = rest;
+      const ttlIdx = rest.indexOf('--ttl-hours');
+      const ttl = ttlIdx >= 0 ? Number(rest[ttlIdx + 1]) * 3600 : undefined;
+      if (ttl !== undefined && !(ttl > 0)) throw new Error('--ttl-hours takes a positive number');
+      if (!subject || (kind !== 'user' && kind !== 'agent')) throw new Error('usage: landfall token user <name> | landfall token agent <infra-env-id>');
+      const token =
+        kind === 'user'
+          ? signer.sign({ use: 'user', sub: subject, ...(rest.includes('--admin') ? { admin: true } : {}) }, ttl)
+          : signer.sign({ use: 'agent', infra_env_id: subject }, ttl);
+      process.stdout.write(token + '\n');
       return;
     }
     default:

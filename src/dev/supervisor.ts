@@ -12,6 +12,20 @@ import { migrateLatest } from '../db/migrations';
 import { startEmbeddedPostgres, type EmbeddedPg } from './embedded-postgres';
 import { startTemporalDevServer, temporalBinary, type TemporalDevServer } from './temporal-dev-server';
 import { canConnect, sleep, stopProcess } from './process-utils';
+import { existsSync, promises as fs } from 'node:fs';
+import { generateEcKeyPair } from '../auth/jwt';
+
+/** AUTH_TYPE=local on one machine: a signing key generated once and kept in the state folder (0600). */
+async function devSigningKey(stateDir: string): Promise<{ privateKeyPem: string; publicKeyPem: string }> {
+  const file = path.join(stateDir, 'auth', 'ec-private.pem');
+  if (!existsSync(file)) {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await fs.writeFile(file, generateEcKeyPair().privateKeyPem, { mode: 0o600 });
+  }
+  const privateKeyPem = await fs.readFile(file, 'utf8');
+  const { createPublicKey } = await import('node:crypto');
+  return { privateKeyPem, publicKeyPem: createPublicKey(privateKeyPem).export({ type: 'spki', format: 'pem' }).toString() };
+}
 
 const MAIN = path.join(__dirname, '..', 'cli', 'main.js');
 
@@ -93,6 +107,10 @@ export async function runDev(cfgIn: Config): Promise<void> {
         onLog: (line) => logger.debug({ component: 'postgres' }, line),
       });
       cfg = { ...cfg, database: { ...cfg.database, url: pg.url } };
+    }
+
+    if (cfg.auth.type === 'local' && !cfg.auth.privateKeyPem) {
+      cfg = { ...cfg, auth: { ...cfg.auth, ...(await devSigningKey(cfg.stateDir)) } };
     }
 
     const db = createDb(cfg.database.url!, 2);

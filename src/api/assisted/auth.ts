@@ -1,0 +1,81 @@
+import type { RequestHandler } from 'express';
+import type { Principal } from '../../auth/principal';
+import { TokenError, type TokenClaims, type TokenSigner } from '../../auth/jwt';
+
+/**
+ * Authenticates a request against the security requirements its OpenAPI
+ * operation declares (userAuth, agentAuth, urlAuth, imageAuth): the first
+ * credential present that the operation accepts decides who the caller is.
+ * AUTH_TYPE=none makes every caller an administrator, as in AS.
+ */
+type Scheme = 'userAuth' | 'agentAuth' | 'urlAuth' | 'imageAuth';
+
+interface OpenApiReq {
+  openapi?: { schema?: { security?: Array<Record<string, unknown>> } };
+}
+
+function infraError(status: 401 | 403, message: string) {
+  return { code: status, message };
+}
+
+function toPrincipal(scheme: Scheme, c: TokenClaims): Principal | undefined {
+  if (scheme === 'userAuth') {
+    if (c.use && c.use !== 'user') return undefined;
+    if (!c.sub) return undefined;
+    return c.admin ? { kind: 'admin', user: c.sub } : { kind: 'user', user: c.sub };
+  }
+  if (scheme === 'imageAuth') {
+    return c.use === 'image' && c.infra_env_id ? { kind: 'image', infraEnvId: c.infra_env_id } : undefined;
+  }
+  // agentAuth and urlAuth carry agent tokens scoped to one infra-env (or one cluster, for the controller).
+  if (c.use && c.use !== 'agent') return undefined;
+  if (c.infra_env_id) return { kind: 'agent', infraEnvId: c.infra_env_id };
+  if (c.cluster_id) return { kind: 'agent', clusterId: c.cluster_id };
+  return undefined;
+}
+
+function credential(req: Parameters<RequestHandler>[0], scheme: Scheme): string | undefined {
+  switch (scheme) {
+    case 'userAuth': {
+      const h = req.headers.authorization;
+      return h && /^Bearer\s+/i.test(h) ? h.replace(/^Bearer\s+/i, '').trim() : undefined;
+    }
+    case 'agentAuth':
+      return (req.headers['x-secret-key'] as string | undefined) || undefined;
+    case 'urlAuth':
+      return typeof req.query.api_key === 'string' ? req.query.api_key : undefined;
+    case 'imageAuth':
+      return (req.headers['image-token'] as string | undefined) || (typeof req.query.image_token === 'string' ? req.query.image_token : undefined);
+  }
+}
+
+export function authenticate(authType: 'none' | 'local', signer: TokenSigner | undefined, defaultSecurity: Array<Record<string, unknown>>): RequestHandler {
+  return (req, res, next) => {
+    if (authType === 'none') {
+      res.locals.principal = { kind: 'admin', user: '' } satisfies Principal;
+      return next();
+    }
+    const security = (req as OpenApiReq).openapi?.schema?.security ?? defaultSecurity;
+    if (security.length === 0) {
+      res.locals.principal = { kind: 'admin', user: '' } satisfies Principal;
+      return next();
+    }
+    const schemes = security.flatMap((s) => Object.keys(s)) as Scheme[];
+    let sawInvalid: string | undefined;
+    for (const scheme of schemes) {
+      const token = credential(req, scheme);
+      if (!token) continue;
+      try {
+        const principal = toPrincipal(scheme, signer!.verify(token));
+        if (principal) {
+          res.locals.principal = principal;
+          return next();
+        }
+        sawInvalid = 'the token is not valid for this operation';
+      } catch (err) {
+        sawInvalid = err instanceof TokenError ? err.message : 'invalid token';
+      }
+    }
+    res.status(401).json(infraError(401, sawInvalid ?? `missing credentials: this operation accepts ${schemes.join(' or ')}`));
+  };
+}

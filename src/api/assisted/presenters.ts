@@ -1,0 +1,112 @@
+/**
+ * Rows → API objects of the assisted-service v2 wire format. Only these
+ * functions decide what leaves the service: pull secrets are never copied
+ * (only `pull_secret_set`), JSON-string fields stay strings, unset times are
+ * left out rather than sent as "" (the Python client parses every date-time).
+ */
+import type { ClusterRow, EventRow, HostRow, InfraEnvRow, ManifestRow } from '../../db/rows';
+
+export const BASE_PATH = '/api/assisted-install';
+
+const iso = (d: Date | string | null | undefined): string | undefined => (d ? new Date(d).toISOString() : undefined);
+
+function dropUndefined<T extends Record<string, unknown>>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+export function presentHost(h: HostRow) {
+  const d = h.doc as Record<string, unknown>;
+  return dropUndefined({
+    ...d,
+    kind: 'Host',
+    id: h.id,
+    href: `${BASE_PATH}/v2/infra-envs/${h.infra_env_id}/hosts/${h.id}`,
+    infra_env_id: h.infra_env_id,
+    cluster_id: h.cluster_id ?? undefined,
+    status: h.status,
+    status_info: h.status_info,
+    status_updated_at: iso(h.status_updated_at),
+    role: h.role,
+    suggested_role: h.suggested_role,
+    bootstrap: h.bootstrap,
+    requested_hostname: h.requested_hostname ?? hostnameFromInventory(h.inventory),
+    inventory: h.inventory ?? undefined,
+    checked_in_at: iso(h.checked_in_at),
+    timestamp: h.agent_timestamp !== null ? Number(h.agent_timestamp) : undefined,
+    discovery_agent_version: h.discovery_agent_version ?? undefined,
+    created_at: iso(h.created_at),
+    updated_at: iso(h.updated_at),
+  });
+}
+
+/** The effective hostname when the user set none: what the agent reported. */
+export function hostnameFromInventory(inventory: string | null): string | undefined {
+  if (!inventory) return undefined;
+  try {
+    const name = (JSON.parse(inventory) as { hostname?: unknown }).hostname;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function presentCluster(c: ClusterRow, hosts?: HostRow[]) {
+  const d = c.doc as Record<string, unknown>;
+  return dropUndefined({
+    ...d,
+    kind: 'Cluster',
+    id: c.id,
+    href: `${BASE_PATH}/v2/clusters/${c.id}`,
+    name: c.name,
+    openshift_version: c.openshift_version,
+    status: c.status,
+    status_info: c.status_info,
+    status_updated_at: iso(c.status_updated_at),
+    image_info: (d.image_info as object | undefined) ?? {},
+    pull_secret_set: Boolean(c.pull_secret),
+    user_name: c.owner || undefined,
+    created_at: iso(c.created_at),
+    updated_at: iso(c.updated_at),
+    hosts: hosts ? hosts.map(presentHost) : [],
+    total_host_count: hosts?.length,
+    ready_host_count: hosts?.filter((h) => h.status === 'known').length,
+    enabled_host_count: hosts?.length,
+  });
+}
+
+export function presentInfraEnv(ie: InfraEnvRow) {
+  const d = ie.doc as Record<string, unknown>;
+  return dropUndefined({
+    ...d,
+    kind: 'InfraEnv',
+    id: ie.id,
+    href: `${BASE_PATH}/v2/infra-envs/${ie.id}`,
+    name: ie.name,
+    type: (d.type as string | undefined) ?? 'full-iso',
+    cluster_id: ie.cluster_id ?? undefined,
+    pull_secret_set: Boolean(ie.pull_secret),
+    user_name: ie.owner || undefined,
+    created_at: iso(ie.created_at)!,
+    updated_at: iso(ie.updated_at)!,
+  });
+}
+
+export function presentEvent(e: EventRow) {
+  return dropUndefined({
+    name: e.name,
+    severity: e.severity,
+    category: e.category,
+    message: e.message,
+    event_time: iso(e.event_time)!,
+    cluster_id: e.cluster_id ?? undefined,
+    host_id: e.host_id ?? undefined,
+    infra_env_id: e.infra_env_id ?? undefined,
+    request_id: e.request_id ?? undefined,
+    props: e.props ? JSON.stringify(e.props) : undefined,
+  });
+}
+
+export function presentManifest(m: ManifestRow) {
+  return { folder: m.folder, file_name: m.file_name, manifest_source: m.manifest_source };
+}

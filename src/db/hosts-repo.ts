@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+import type { Doc, HostRow } from './rows';
+
+type Q = Knex | Knex.Transaction;
+export type HostKey = { infraEnvId: string; hostId: string };
+
+export function createHostsRepo(db: Knex) {
+  const t = (q: Q = db) => q<HostRow>('hosts');
+  const byKey = (k: HostKey) => ({ infra_env_id: k.infraEnvId, id: k.hostId });
+  return {
+    async insert(row: Partial<HostRow> & Pick<HostRow, 'id' | 'infra_env_id' | 'status' | 'status_info'>, q: Q = db): Promise<HostRow> {
+      const [r] = await t(q)
+        .insert({ ...row, doc: JSON.stringify(row.doc ?? {}) as unknown as Doc })
+        .returning('*');
+      return r as HostRow;
+    },
+    get(k: HostKey, q: Q = db): Promise<HostRow | undefined> {
+      return t(q).where(byKey(k)).first();
+    },
+    getForUpdate(k: HostKey, trx: Knex.Transaction): Promise<HostRow | undefined> {
+      return t(trx).where(byKey(k)).forUpdate().first();
+    },
+    list(filter: { infraEnvId?: string; clusterId?: string; role?: string; status?: string }, q: Q = db): Promise<HostRow[]> {
+      const query = t(q).orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]);
+      if (filter.infraEnvId) query.where({ infra_env_id: filter.infraEnvId });
+      if (filter.clusterId) query.where({ cluster_id: filter.clusterId });
+      if (filter.role) query.where({ role: filter.role });
+      if (filter.status) query.where({ status: filter.status });
+      return query;
+    },
+    async update(k: HostKey, patch: Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at'>>, q: Q = db): Promise<HostRow> {
+      const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
+      if (patch.doc) values.doc = JSON.stringify(patch.doc);
+      if (patch.status) values.status_updated_at = new Date();
+      const [r] = await t(q).where(byKey(k)).update(values).returning('*');
+      return r as HostRow;
+    },
+    /** The poll path: one small UPDATE, no read-modify-write. */
+    async touchCheckIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, q: Q = db): Promise<number> {
+      const values: Record<string, unknown> = { checked_in_at: new Date() };
+      if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
+      if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
+      return t(q).where(byKey(k)).update(values);
+    },
+    async moveClusterHosts(clusterId: string, status: { status: string; status_info: string }, q: Q = db): Promise<number> {
+      return t(q).where({ cluster_id: clusterId }).update({ ...status, status_updated_at: new Date(), updated_at: new Date() });
+    },
+    delete(k: HostKey, q: Q = db): Promise<number> {
+      return t(q).where(byKey(k)).delete();
+    },
+    countByCluster(clusterId: string, q: Q = db) {
+      return t(q).where({ cluster_id: clusterId }).select('status').count<{ status: string; count: string }[]>('* as count').groupBy('status');
+    },
+  };
+}
+
+export type HostsRepo = ReturnType<typeof createHostsRepo>;

@@ -1,0 +1,39 @@
+import type { Knex } from 'knex';
+import type { StepRow } from './rows';
+import type { HostKey } from './hosts-repo';
+
+type Q = Knex | Knex.Transaction;
+
+/** The per-host step queue. Steps are idempotent by (host, step_id). */
+export function createStepsRepo(db: Knex) {
+  const t = (q: Q = db) => q<StepRow>('host_steps');
+  return {
+    async enqueue(k: HostKey, step: { step_id: string; step_type: string; args: string[] }, q: Q = db): Promise<void> {
+      await t(q)
+        .insert({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_id: step.step_id, step_type: step.step_type, args: JSON.stringify(step.args) as unknown as string[] })
+        .onConflict(['infra_env_id', 'host_id', 'step_id'])
+        .ignore();
+    },
+    /** Hands out every pending step once; a step the agent never answered is handed out again after `resendAfterMs`. */
+    async takeDue(k: HostKey, resendAfterMs: number, q: Q = db): Promise<StepRow[]> {
+      const cutoff = new Date(Date.now() - resendAfterMs);
+      return t(q)
+        .where({ infra_env_id: k.infraEnvId, host_id: k.hostId })
+        .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff)))
+        .update({ state: 'sent', sent_at: new Date() })
+        .returning('*');
+    },
+    async recordReply(k: HostKey, stepId: string, reply: { exit_code: number; output: string; error: string }, q: Q = db): Promise<StepRow | undefined> {
+      const [r] = await t(q)
+        .where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_id: stepId })
+        .update({ state: 'replied', replied_at: new Date(), ...reply })
+        .returning('*');
+      return r as StepRow | undefined;
+    },
+    list(k: HostKey, q: Q = db): Promise<StepRow[]> {
+      return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId }).orderBy('seq');
+    },
+  };
+}
+
+export type StepsRepo = ReturnType<typeof createStepsRepo>;

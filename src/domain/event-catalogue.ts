@@ -1,0 +1,51 @@
+/**
+ * Every event Landfall emits, as data: name, severity, and a message template
+ * whose `{placeholders}` must all be supplied. Names follow assisted-service
+ * where it has one (`host_registration_succeeded`), so tooling that filters on
+ * them keeps working.
+ */
+export type Severity = 'info' | 'warning' | 'error' | 'critical';
+
+export interface EventSpec {
+  severity: Severity;
+  category: 'user' | 'metrics';
+  template: string;
+  description: string;
+}
+
+export const EVENT_CATALOGUE = {
+  cluster_registration_succeeded: { severity: 'info', category: 'user', template: 'Successfully registered cluster {cluster_name}', description: 'A cluster was created.' },
+  cluster_updated: { severity: 'info', category: 'user', template: 'Updated cluster {cluster_name}: {fields}', description: 'A user changed cluster settings.' },
+  cluster_deregistered: { severity: 'info', category: 'user', template: 'Deregistered cluster {cluster_name}', description: 'A cluster was deleted.' },
+  cluster_prepare_installation_started: { severity: 'info', category: 'user', template: 'Cluster starting to prepare for installation', description: 'Install was requested and accepted.' },
+  cluster_installation_canceled: { severity: 'info', category: 'user', template: 'Canceled cluster installation', description: 'A user cancelled the install.' },
+  cluster_installation_reset: { severity: 'info', category: 'user', template: 'Reset cluster installation', description: 'A user reset the cluster after a failed or cancelled install.' },
+  cluster_status_updated: { severity: 'info', category: 'user', template: 'Updated status of the cluster to {new_status}', description: 'The cluster moved to another status.' },
+  cluster_install_config_updated: { severity: 'info', category: 'user', template: 'Custom install config was applied to the cluster', description: 'A user set install-config overrides.' },
+  cluster_manifest_created: { severity: 'info', category: 'user', template: 'Created manifest {folder}/{file_name}', description: 'A custom manifest was added.' },
+  cluster_manifest_deleted: { severity: 'info', category: 'user', template: 'Deleted manifest {folder}/{file_name}', description: 'A custom manifest was removed.' },
+  cluster_logs_uploaded: { severity: 'info', category: 'user', template: 'Uploaded {logs_type} logs for cluster {cluster_name}', description: 'Logs were uploaded for the cluster.' },
+  cluster_operator_report: { severity: 'info', category: 'user', template: 'Operator {operator_name} reported status {operator_status}', description: 'A monitored operator reported its state.' },
+  cluster_completion_reported: { severity: 'info', category: 'user', template: 'Installer reported completion: success={is_success} {error_info}', description: 'complete-installation was called (informational only).' },
+  infra_env_registered: { severity: 'info', category: 'user', template: 'Registered infra env {infra_env_name}', description: 'An infra-env was created.' },
+  infra_env_updated: { severity: 'info', category: 'user', template: 'Updated infra env {infra_env_name}', description: 'An infra-env was changed; the next image download carries the change.' },
+  infra_env_deregistered: { severity: 'info', category: 'user', template: 'Deregistered infra env {infra_env_name}', description: 'An infra-env was deleted.' },
+  host_registration_succeeded: { severity: 'info', category: 'user', template: 'Host {host_name}: Successfully registered', description: 'An agent registered a host.' },
+  host_deregistered: { severity: 'info', category: 'user', template: 'Host {host_name}: deregistered', description: 'A host was deleted.' },
+  host_updated: { severity: 'info', category: 'user', template: 'Host {host_name}: updated {fields}', description: 'A user changed a host (role, hostname, disk).' },
+  host_status_updated: { severity: 'info', category: 'user', template: 'Host {host_name}: updated status from {src_status} to {new_status} ({info})', description: 'A host moved to another status.' },
+  host_install_progress_updated: { severity: 'info', category: 'user', template: 'Host {host_name}: reached installation stage {stage}{progress_info}', description: 'A host reported install progress.' },
+  host_logs_uploaded: { severity: 'info', category: 'user', template: 'Host {host_name}: uploaded logs', description: 'A host uploaded its logs.' },
+  host_step_failed: { severity: 'warning', category: 'user', template: 'Host {host_name}: step {step_type} failed with exit code {exit_code}: {error}', description: 'An agent step exited non-zero.' },
+} as const satisfies Record<string, EventSpec>;
+
+export type EventName = keyof typeof EVENT_CATALOGUE;
+
+/** Renders a template; a missing property is a programming error, not a blank in a message. */
+export function renderEvent(name: EventName, props: Record<string, string | number | boolean | undefined>): string {
+  return EVENT_CATALOGUE[name].template.replace(/\{(\w+)\}/g, (_m, key: string) => {
+    const v = props[key];
+    if (v === undefined) throw new Error(`event ${name} needs property ${key}`);
+    return String(v);
+  });
+}

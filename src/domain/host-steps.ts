@@ -1,0 +1,34 @@
+/**
+ * Which steps a host is asked to run on each poll, keyed by host status, and
+ * how long the agent waits before the next poll (reference §6). Queued steps
+ * (the install step, a disk-speed check) are handed out in addition.
+ */
+export interface StepPlan {
+  nextInstructionSeconds: number;
+  steps: readonly string[];
+}
+
+const SLOW = 120;
+const NORMAL = 60;
+
+export const STEPS_BY_HOST_STATUS: Record<string, StepPlan> = {
+  discovering: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
+  disconnected: { nextInstructionSeconds: SLOW, steps: ['inventory'] },
+  insufficient: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
+  'pending-for-input': { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
+  known: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
+  'preparing-for-installation': { nextInstructionSeconds: NORMAL, steps: [] },
+  'preparing-successful': { nextInstructionSeconds: NORMAL, steps: [] },
+  installing: { nextInstructionSeconds: NORMAL, steps: [] },
+  'installing-in-progress': { nextInstructionSeconds: NORMAL, steps: [] },
+  error: { nextInstructionSeconds: SLOW, steps: [] },
+  cancelled: { nextInstructionSeconds: SLOW, steps: [] },
+  'resetting-pending-user-action': { nextInstructionSeconds: SLOW, steps: [] },
+};
+
+export const UNKNOWN_STATUS_PLAN: StepPlan = { nextInstructionSeconds: NORMAL, steps: [] };
+
+/** Step ids follow AS: `<type>-<8 hex>`. */
+export function stepId(type: string, random: () => string): string {
+  return `${type}-${random().slice(0, 8)}`;
+}

@@ -1,0 +1,33 @@
+import type { Principal } from '../auth/principal';
+import { canSeeCluster, canSeeInfraEnv } from '../auth/principal';
+import { notFound } from '../errors';
+import type { ClusterRow, HostRow, InfraEnvRow } from '../db/rows';
+import type { ServiceContext } from './context';
+
+/**
+ * Loaders that return a resource only when the caller may see it. Everything
+ * else is "not found", whether it does not exist or belongs to someone else.
+ */
+export async function loadCluster(ctx: ServiceContext, p: Principal, id: string): Promise<ClusterRow> {
+  const c = await ctx.repos.clusters.get(id);
+  if (!c || !(await canSeeCluster(p, c, () => ctx.repos.infraEnvs.idsBoundTo(id)))) throw notFound(`cluster ${id}`);
+  return c;
+}
+
+export async function loadInfraEnv(ctx: ServiceContext, p: Principal, id: string): Promise<InfraEnvRow> {
+  const ie = await ctx.repos.infraEnvs.get(id);
+  if (!ie || !canSeeInfraEnv(p, ie)) throw notFound(`infra-env ${id}`);
+  return ie;
+}
+
+export async function loadHost(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ infraEnv: InfraEnvRow; host: HostRow }> {
+  const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
+  const host = await ctx.repos.hosts.get({ infraEnvId, hostId });
+  if (!host) throw notFound(`host ${hostId}`);
+  return { infraEnv, host };
+}
+
+/** Users list only their own; agents and image tokens list nothing through user endpoints. */
+export function ownerFilter(p: Principal): { owner?: string } {
+  return p.kind === 'admin' ? {} : { owner: p.kind === 'user' ? p.user : '\u0000none' };
+}

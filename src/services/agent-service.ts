@@ -1,0 +1,186 @@
+/**
+ * What agents (and the installer on a host) call: register, poll for steps,
+ * reply, report install progress. The poll path is the hot path of the whole
+ * service (every host every minute), so it does one UPDATE and one small
+ * query and never loads the cluster.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Principal } from '../auth/principal';
+import { badRequest, conflict, notFound } from '../errors';
+import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, stepId } from '../domain/host-steps';
+import { checkStageTransition, stageRole } from '../domain/install-stages';
+import { hostnameFromInventory } from '../api/assisted/presenters';
+import type { HostRow } from '../db/rows';
+import type { ServiceContext } from './context';
+import { loadHost, loadInfraEnv } from './access';
+import { CLUSTER_EDITABLE } from './clusters-service';
+
+const REREGISTER_TO_DISCOVERING = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input', 'resetting-pending-user-action', 'cancelled', 'error'];
+/** A step handed out but never answered is handed out again after this long. */
+const RESEND_AFTER_MS = 10 * 60 * 1000;
+
+const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
+
+export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
+  const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
+  if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
+  return ctx.db.transaction(async (trx) => {
+    if (infraEnv.cluster_id) {
+      const cluster = await ctx.repos.clusters.get(infraEnv.cluster_id, trx);
+      if (cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
+        throw conflict(`cluster ${cluster.id} does not accept new hosts in status ${cluster.status}`);
+      }
+    }
+    const key = { infraEnvId, hostId: body.host_id };
+    const existing = await ctx.repos.hosts.getForUpdate(key, trx);
+    let host: HostRow;
+    if (!existing) {
+      host = await ctx.repos.hosts.insert(
+        {
+          id: body.host_id,
+          infra_env_id: infraEnvId,
+          cluster_id: infraEnv.cluster_id,
+          status: 'discovering',
+          status_info: 'Waiting for host to send hardware details',
+          discovery_agent_version: body.discovery_agent_version ?? null,
+          doc: { validations_info: '{}', progress: {}, logs_info: '' },
+        },
+        trx,
+      );
+      await ctx.repos.events.add({ name: 'host_registration_succeeded', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: host.id }, requestId }, trx);
+    } else {
+      // A host that registers again booted the discovery image again.
+      const to = REREGISTER_TO_DISCOVERING.includes(existing.status) ? { status: 'discovering', status_info: 'Waiting for host to send hardware details' } : undefined;
+      host = await ctx.repos.hosts.update(key, { ...(to ?? {}), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
+      if (to && to.status !== existing.status) {
+        await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: to.status, info: 'host registered again' }, requestId }, trx);
+      }
+    }
+    return host;
+  });
+}
+
+export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
+  await loadInfraEnv(ctx, p, infraEnvId);
+  const key = { infraEnvId, hostId };
+  const touched = await ctx.repos.hosts.touchCheckIn(key, agentTimestamp, agentVersion);
+  if (!touched) throw notFound(`host ${hostId}`);
+  const host = (await ctx.repos.hosts.get(key))!;
+  const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
+  const rand = () => randomBytes(4).toString('hex');
+  const instructions = plan.steps.map((type) => ({ step_type: type, step_id: stepId(type, rand), args: type === 'inventory' ? [hostId] : [] }));
+  const queued = await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS);
+  for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
+  return { next_instruction_seconds: plan.nextInstructionSeconds, post_step_action: 'continue' as const, instructions };
+}
+
+/** Step types whose reply output is a JSON document stored on the host as a string field. */
+const REPLY_FIELD: Record<string, string | ((o: unknown) => Record<string, string>)> = {
+  'connectivity-check': 'connectivity',
+  'free-network-addresses': 'free_addresses',
+  'ntp-synchronizer': (o) => ({ ntp_sources: JSON.stringify((o as { ntp_sources?: unknown }).ntp_sources ?? []) }),
+  'domain-resolution': (o) => ({ domain_name_resolutions: JSON.stringify(o) }),
+  'installation-disk-speed-check': 'disks_info',
+  'container-image-availability': 'images_status',
+  'tang-connectivity-check': 'tang_connectivity',
+  'api-vip-connectivity-check': 'api_vip_connectivity',
+};
+
+export interface StepReply {
+  step_type: string;
+  step_id: string;
+  exit_code: number;
+  output?: string;
+  error?: string;
+}
+
+export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, reply: StepReply, requestId?: string): Promise<void> {
+  await loadInfraEnv(ctx, p, infraEnvId);
+  const key = { infraEnvId, hostId };
+  const output = reply.output ?? '';
+  let parsed: unknown;
+  const needsJson = reply.exit_code === 0 && output !== '' && (reply.step_type === 'inventory' || REPLY_FIELD[reply.step_type] !== undefined);
+  if (needsJson) {
+    try {
+      parsed = JSON.parse(output);
+    } catch {
+      throw badRequest(`output of ${reply.step_type} step ${reply.step_id} is not valid JSON`, { field: 'output' });
+    }
+    if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
+  }
+  await ctx.db.transaction(async (trx) => {
+    const host = await ctx.repos.hosts.getForUpdate(key, trx);
+    if (!host) throw notFound(`host ${hostId}`);
+    await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
+    if (reply.exit_code !== 0) {
+      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      return;
+    }
+    if (!needsJson) return;
+    if (reply.step_type === 'inventory') {
+      await ctx.repos.hosts.update(key, { inventory: output }, trx);
+      return;
+    }
+    const target = REPLY_FIELD[reply.step_type]!;
+    const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
+    await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
+  });
+}
+
+const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
+
+export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, progress: { current_stage: string; progress_info?: string }, requestId?: string): Promise<void> {
+  await loadHost(ctx, p, infraEnvId, hostId);
+  const key = { infraEnvId, hostId };
+  await ctx.db.transaction(async (trx) => {
+    const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
+    if (!INSTALLING.includes(host.status)) throw conflict(`host ${hostId} is not installing (status ${host.status})`);
+    const cluster = host.cluster_id ? await ctx.repos.clusters.get(host.cluster_id, trx) : undefined;
+    const cp = (cluster?.doc.control_plane_count as number | undefined) ?? 3;
+    const current = (host.doc.progress as { current_stage?: string } | undefined)?.current_stage;
+    const check = checkStageTransition(stageRole(host.role, host.bootstrap, cp), current, progress.current_stage);
+    if (!check.ok) throw conflict(check.reason);
+    const now = ctx.now().toISOString();
+    const sameStage = current === progress.current_stage;
+    const prev = (host.doc.progress as Record<string, unknown> | undefined) ?? {};
+    const doc = {
+      ...host.doc,
+      progress: {
+        ...prev,
+        current_stage: progress.current_stage,
+        progress_info: progress.progress_info ?? '',
+        installation_percentage: check.percentage,
+        stage_started_at: sameStage ? prev.stage_started_at : now,
+        stage_updated_at: now,
+      },
+    };
+    const status =
+      progress.current_stage === 'Done'
+        ? { status: 'installed', status_info: 'Done' }
+        : progress.current_stage === 'Failed'
+          ? { status: 'error', status_info: `Failed - ${progress.progress_info ?? ''}`.trim() }
+          : { status: 'installing-in-progress', status_info: progress.current_stage };
+    const row = await ctx.repos.hosts.update(key, { ...status, doc }, trx);
+    await ctx.repos.events.add(
+      { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
+      trx,
+    );
+  });
+}
+
+export async function updateHostLogsProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, logsState: string): Promise<void> {
+  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
+  const now = ctx.now().toISOString();
+  const doc = { ...host.doc, logs_info: logsState, ...(logsState === 'requested' ? { logs_started_at: now } : {}), ...(logsState === 'completed' ? { logs_collected_at: now } : {}) };
+  await ctx.repos.hosts.update({ infraEnvId, hostId }, { doc });
+}
+
+/** The host's Ignition, written by the install's prepare activity; 409 until then. */
+export async function hostIgnition(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ fileName: string; body: Buffer }> {
+  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
+  if (!host.cluster_id) throw conflict(`host ${hostId} is not bound to a cluster`);
+  const role = host.bootstrap ? 'master' : host.role === 'auto-assign' ? host.suggested_role : host.role;
+  const key = `clusters/${host.cluster_id}/ignition/${role}.ign`;
+  if (!(await ctx.store.stat(key))) throw conflict(`no Ignition for host ${hostId} yet: the cluster has not been prepared for installation`);
+  return { fileName: `${role}-${hostId}.ign`, body: await ctx.store.getBuffer(key) };
+}

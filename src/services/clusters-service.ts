@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal';
+import { ownerOf } from '../auth/principal';
+import { conflict } from '../errors';
+import type { ClusterRow } from '../db/rows';
+import type { ServiceContext } from './context';
+import { loadCluster, ownerFilter } from './access';
+import { normalizeClusterInput } from './cluster-input';
+
+/** Cluster states in which users may change the cluster and hosts may register (reference §4). */
+export const CLUSTER_EDITABLE = ['insufficient', 'ready', 'pending-for-input', 'adding-hosts'] as const;
+export const CLUSTER_CANCELLABLE = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing', 'error'] as const;
+export const CLUSTER_RESETTABLE = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing', 'error', 'cancelled'] as const;
+export const CLUSTER_DELETABLE_BLOCKED = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing'] as const;
+
+const NOT_READY_INFO = 'Cluster is not ready for install';
+
+export async function createCluster(ctx: ServiceContext, p: Principal, body: Record<string, unknown>, requestId?: string): Promise<ClusterRow> {
+  const id = randomUUID();
+  const f = normalizeClusterInput(body, {}, ctx.releases, id, true);
+  return ctx.db.transaction(async (trx) => {
+    const row = await ctx.repos.clusters.insert(
+      {
+        id,
+        owner: ownerOf(p),
+        name: f.name!,
+        openshift_version: f.openshift_version!,
+        pull_secret: f.pull_secret ?? null,
+        status: 'insufficient',
+        status_info: NOT_READY_INFO,
+        doc: { ...f.doc, progress: { total_percentage: 0 }, validations_info: '{}', monitored_operators: [] },
+      },
+      trx,
+    );
+    await ctx.repos.events.add({ name: 'cluster_registration_succeeded', clusterId: id, props: { cluster_name: row.name }, requestId }, trx);
+    return row;
+  });
+}
+
+export async function listClusters(ctx: ServiceContext, p: Principal) {
+  return ctx.repos.clusters.list(ownerFilter(p));
+}
+
+export async function getClusterWithHosts(ctx: ServiceContext, p: Principal, id: string, withHosts = true) {
+  const cluster = await loadCluster(ctx, p, id);
+  return { cluster, hosts: withHosts ? await ctx.repos.hosts.list({ clusterId: id }) : undefined };
+}
+
+export async function updateCluster(ctx: ServiceContext, p: Principal, id: string, body: Record<string, unknown>, requestId?: string) {
+  await loadCluster(ctx, p, id);
+  return ctx.db.transaction(async (trx) => {
+    const current = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+    if (!(CLUSTER_EDITABLE as readonly string[]).includes(current.status)) {
+      throw conflict(`cluster ${id} cannot be updated in status ${current.status}; allowed in ${CLUSTER_EDITABLE.join(', ')}`);
+    }
+    const f = normalizeClusterInput(body, current.doc, ctx.releases, id, false);
+    // Report what really changed: clients resend unchanged fields (the Python client sends schedulable_masters every time).
+    const before: Record<string, unknown> = { ...current.doc, name: current.name, openshift_version: current.openshift_version };
+    const after: Record<string, unknown> = { ...f.doc, name: f.name ?? current.name, openshift_version: f.openshift_version ?? current.openshift_version };
+    const changed = Object.keys(body).filter((k) => body[k] !== undefined && body[k] !== null && (k === 'pull_secret' ? Boolean(f.pull_secret) : JSON.stringify(before[k]) !== JSON.stringify(after[k])));
+    const row = await ctx.repos.clusters.update(
+      id,
+      {
+        ...(f.name ? { name: f.name } : {}),
+        ...(f.openshift_version ? { openshift_version: f.openshift_version } : {}),
+        ...(f.pull_secret ? { pull_secret: f.pull_secret } : {}),
+        doc: f.doc,
+      },
+      trx,
+    );
+    if (changed.length) {
+      await ctx.repos.events.add({ name: 'cluster_updated', clusterId: id, props: { cluster_name: row.name, fields: changed.sort().join(', ') }, requestId }, trx);
+    }
+    return row;
+  });
+}
+
+export async function deleteCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string): Promise<void> {
+  const c = await loadCluster(ctx, p, id);
+  await ctx.db.transaction(async (trx) => {
+    const current = await ctx.repos.clusters.getForUpdate(id, trx);
+    if (!current) return;
+    if ((CLUSTER_DELETABLE_BLOCKED as readonly string[]).includes(current.status)) {
+      throw conflict(`cluster ${id} is ${current.status}; cancel the installation before deleting it`);
+    }
+    await ctx.repos.clusters.delete(id, trx);
+    await ctx.repos.events.add({ name: 'cluster_deregistered', clusterId: id, props: { cluster_name: c.name }, requestId }, trx);
+  });
+}
+
+/**
+ * Install is accepted only from `ready`. Until the lifecycle computes readiness
+ * (validations), the 409 names the current status and its info.
+ */
+export async function installCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string): Promise<ClusterRow> {
+  await loadCluster(ctx, p, id);
+  return ctx.db.transaction(async (trx) => {
+    const current = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+    if (current.status !== 'ready') {
+      throw conflict(`cluster ${id} is not ready to be installed: status ${current.status} (${current.status_info})`, { status: current.status });
+    }
+    const row = await ctx.repos.clusters.updateStatusIf(
+      id,
+      ['ready'],
+      { status: 'preparing-for-installation', status_info: 'Preparing cluster for installation' },
+      { install_attempt: current.install_attempt + 1, doc: { ...current.doc, install_started_at: ctx.now().toISOString() } },
+      trx,
+    );
+    await ctx.repos.events.add({ name: 'cluster_prepare_installation_started', clusterId: id, requestId }, trx);
+    return row!;
+  });
+}
+
+async function transition(
+  ctx: ServiceContext,
+  p: Principal,
+  id: string,
+  from: readonly string[],
+  to: { status: string; status_info: string },
+  verb: string,
+  after: (row: ClusterRow, trx: import('knex').Knex.Transaction) => Promise<void>,
+): Promise<ClusterRow> {
+  await loadCluster(ctx, p, id);
+  return ctx.db.transaction(async (trx) => {
+    const current = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+    if (!from.includes(current.status)) throw conflict(`cluster ${id} cannot be ${verb} in status ${current.status}; allowed in ${from.join(', ')}`);
+    const row = (await ctx.repos.clusters.updateStatusIf(id, from, to, {}, trx))!;
+    await after(row, trx);
+    return row;
+  });
+}
+
+export function cancelInstallation(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
+  return transition(ctx, p, id, CLUSTER_CANCELLABLE, { status: 'cancelled', status_info: 'Canceled cluster installation' }, 'cancelled', async (row, trx) => {
+    await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'cancelled', status_info: 'Installation cancelled by user' }, trx);
+    await ctx.repos.events.add({ name: 'cluster_installation_canceled', clusterId: id, requestId }, trx);
+  });
+}
+
+export function resetCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
+  return transition(ctx, p, id, CLUSTER_RESETTABLE, { status: 'insufficient', status_info: 'Reset cluster installation' }, 'reset', async (row, trx) => {
+    // The hosts must boot the discovery image again; their next registration moves them to discovering.
+    await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'resetting-pending-user-action', status_info: 'Host requires booting into the discovery image to complete resetting the installation' }, trx);
+    await ctx.repos.events.add({ name: 'cluster_installation_reset', clusterId: id, requestId }, trx);
+  });
+}

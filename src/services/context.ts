@@ -1,0 +1,39 @@
+import type { Knex } from 'knex';
+import type { Client } from '@temporalio/client';
+import type { ObjectStore } from '../storage';
+import type { TokenSigner } from '../auth/jwt';
+import type { ReleaseCatalogue } from '../domain/releases';
+import { createClustersRepo } from '../db/clusters-repo';
+import { createInfraEnvsRepo } from '../db/infra-envs-repo';
+import { createHostsRepo } from '../db/hosts-repo';
+import { createStepsRepo } from '../db/steps-repo';
+import { createEventsRepo } from '../db/events-repo';
+import { createManifestsRepo } from '../db/manifests-repo';
+import { createSelfCheckRepo } from '../db/self-checks-repo';
+
+export function createRepos(db: Knex) {
+  return {
+    clusters: createClustersRepo(db),
+    infraEnvs: createInfraEnvsRepo(db),
+    hosts: createHostsRepo(db),
+    steps: createStepsRepo(db),
+    events: createEventsRepo(db),
+    manifests: createManifestsRepo(db),
+    selfChecks: createSelfCheckRepo(db),
+  };
+}
+
+export type Repos = ReturnType<typeof createRepos>;
+
+/** The ports every use-case may need, built once in the entry point. */
+export interface ServiceContext {
+  db: Knex;
+  repos: Repos;
+  store: ObjectStore;
+  temporal: Client;
+  signer: TokenSigner | undefined;
+  releases: ReleaseCatalogue;
+  baseUrl: string;
+  imageUrlTtlSeconds: number;
+  now: () => Date;
+}

@@ -1,0 +1,45 @@
+import type { Principal } from '../auth/principal';
+import { badRequest } from '../errors';
+import type { EventFilter } from '../db/events-repo';
+import type { ServiceContext } from './context';
+import { loadCluster, loadInfraEnv } from './access';
+import type { Severity } from '../domain/event-catalogue';
+
+export async function listEvents(ctx: ServiceContext, p: Principal, f: EventFilter) {
+  // Scope first: a caller sees events of resources they can see, and must name one unless admin.
+  if (f.clusterId) await loadCluster(ctx, p, f.clusterId);
+  if (f.infraEnvId) await loadInfraEnv(ctx, p, f.infraEnvId);
+  if (!f.clusterId && !f.infraEnvId && p.kind !== 'admin') throw badRequest('cluster_id or infra_env_id is required');
+  return ctx.repos.events.list(f);
+}
+
+export async function triggerEvent(
+  ctx: ServiceContext,
+  p: Principal,
+  e: { name?: string; cluster_id?: string; host_id?: string; infra_env_id?: string; severity: Severity; category?: string; message: string; event_time?: string; props?: string },
+  requestId?: string,
+): Promise<void> {
+  if (!e.cluster_id && !e.infra_env_id) throw badRequest('an event needs cluster_id or infra_env_id');
+  if (e.cluster_id) await loadCluster(ctx, p, e.cluster_id);
+  if (e.infra_env_id) await loadInfraEnv(ctx, p, e.infra_env_id);
+  let props: Record<string, unknown> | null = null;
+  if (e.props) {
+    try {
+      props = JSON.parse(e.props) as Record<string, unknown>;
+    } catch {
+      throw badRequest('props: must be a JSON object encoded as a string', { field: 'props' });
+    }
+  }
+  await ctx.repos.events.addRaw({
+    name: e.name ?? 'user_event',
+    severity: e.severity,
+    category: e.category ?? 'user',
+    message: e.message,
+    event_time: e.event_time ? new Date(e.event_time) : ctx.now(),
+    cluster_id: e.cluster_id ?? null,
+    host_id: e.host_id ?? null,
+    infra_env_id: e.infra_env_id ?? null,
+    request_id: requestId ?? null,
+    props,
+  });
+}

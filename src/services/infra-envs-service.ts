@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal';
+import { ownerOf } from '../auth/principal';
+import { badRequest, conflict } from '../errors';
+import { pullSecretProblem, sshKeyProblem } from '../domain/input-rules';
+import { resolveRelease } from '../domain/releases';
+import type { InfraEnvRow } from '../db/rows';
+import type { ServiceContext } from './context';
+import { loadCluster, loadInfraEnv, ownerFilter } from './access';
+
+type Json = Record<string, unknown>;
+
+const PASSTHROUGH = ['cpu_architecture', 'proxy', 'additional_ntp_sources', 'kernel_arguments', 'additional_trust_bundle'] as const;
+
+function checked(field: string, problem: string | undefined) {
+  if (problem) throw badRequest(`${field}: ${problem}`, { field });
+}
+
+/** Ignition overrides must at least be a JSON object naming an Ignition 3.x version. */
+function ignitionOverrideProblem(v: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    return 'must be JSON';
+  }
+  const version = (parsed as { ignition?: { version?: unknown } })?.ignition?.version;
+  if (typeof version !== 'string' || !/^3\.\d+\.\d+$/.test(version)) return 'must be an Ignition config with ignition.version 3.x.y';
+  return undefined;
+}
+
+async function normalize(ctx: ServiceContext, p: Principal, body: Json, existing: Json, creating: boolean) {
+  const doc: Json = { ...existing };
+  const out: { name?: string; pull_secret?: string; cluster_id?: string | null; doc: Json } = { doc };
+  const has = (k: string) => body[k] !== undefined && body[k] !== null;
+  if (has('name')) out.name = body.name as string;
+  if (has('pull_secret')) {
+    checked('pull_secret', pullSecretProblem(body.pull_secret as string));
+    out.pull_secret = body.pull_secret as string;
+  }
+  if (has('ssh_authorized_key')) {
+    if (body.ssh_authorized_key !== '') checked('ssh_authorized_key', sshKeyProblem(body.ssh_authorized_key as string));
+    doc.ssh_authorized_key = body.ssh_authorized_key;
+  }
+  if (has('ignition_config_override')) {
+    if (body.ignition_config_override !== '') checked('ignition_config_override', ignitionOverrideProblem(body.ignition_config_override as string));
+    doc.ignition_config_override = body.ignition_config_override;
+  }
+  if (has('image_type')) doc.type = body.image_type;
+  else if (creating) doc.type = 'full-iso';
+  if (has('openshift_version')) {
+    const r = resolveRelease(ctx.releases, body.openshift_version as string);
+    if (!r) throw badRequest(`openshift_version: "${body.openshift_version}" is not a release Landfall installs`, { field: 'openshift_version' });
+    doc.openshift_version = r;
+  }
+  if (has('static_network_config')) doc.static_network_config = JSON.stringify(body.static_network_config);
+  for (const k of PASSTHROUGH) if (body[k] !== undefined) doc[k] = body[k];
+  if (creating && has('cluster_id')) {
+    // Binding to a cluster the caller cannot see looks exactly like binding to one that does not exist.
+    const cluster = await loadCluster(ctx, p, body.cluster_id as string);
+    out.cluster_id = cluster.id;
+    doc.openshift_version ??= cluster.openshift_version;
+  }
+  if (creating) {
+    doc.cpu_architecture ??= 'x86_64';
+    doc.openshift_version ??= Object.entries(ctx.releases).find(([, r]) => r.default)?.[0] ?? Object.keys(ctx.releases)[0];
+  }
+  return out;
+}
+
+export async function createInfraEnv(ctx: ServiceContext, p: Principal, body: Json, requestId?: string): Promise<InfraEnvRow> {
+  const f = await normalize(ctx, p, body, {}, true);
+  const id = randomUUID();
+  return ctx.db.transaction(async (trx) => {
+    const row = await ctx.repos.infraEnvs.insert({ id, owner: ownerOf(p), name: f.name!, cluster_id: f.cluster_id ?? null, pull_secret: f.pull_secret ?? null, doc: f.doc }, trx);
+    await ctx.repos.events.add({ name: 'infra_env_registered', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
+    return row;
+  });
+}
+
+export function listInfraEnvs(ctx: ServiceContext, p: Principal, clusterId?: string) {
+  return ctx.repos.infraEnvs.list({ ...ownerFilter(p), ...(clusterId ? { clusterId } : {}) });
+}
+
+export async function updateInfraEnv(ctx: ServiceContext, p: Principal, id: string, body: Json, requestId?: string): Promise<InfraEnvRow> {
+  const current = await loadInfraEnv(ctx, p, id);
+  const f = await normalize(ctx, p, body, current.doc, false);
+  return ctx.db.transaction(async (trx) => {
+    // A changed infra-env invalidates the presigned image URL handed out before.
+    delete f.doc.download_url;
+    delete f.doc.expires_at;
+    const row = await ctx.repos.infraEnvs.update(id, { ...(f.name ? { name: f.name } : {}), ...(f.pull_secret ? { pull_secret: f.pull_secret } : {}), doc: f.doc }, trx);
+    await ctx.repos.events.add({ name: 'infra_env_updated', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
+    return row;
+  });
+}
+
+export async function deleteInfraEnv(ctx: ServiceContext, p: Principal, id: string, requestId?: string): Promise<void> {
+  const ie = await loadInfraEnv(ctx, p, id);
+  await ctx.db.transaction(async (trx) => {
+    const hosts = await ctx.repos.hosts.list({ infraEnvId: id }, trx);
+    if (hosts.length) throw conflict(`infra-env ${id} still has ${hosts.length} host(s); delete them first`);
+    await ctx.repos.infraEnvs.delete(id, trx);
+    await ctx.repos.events.add({ name: 'infra_env_deregistered', infraEnvId: id, clusterId: ie.cluster_id, props: { infra_env_name: ie.name }, requestId }, trx);
+  });
+}
+
+/**
+ * A short-lived URL for the discovery image. With AUTH_TYPE=local it carries an
+ * image token scoped to this infra-env; the URL is recorded as `download_url`.
+ */
+export async function imageUrl(ctx: ServiceContext, p: Principal, id: string): Promise<{ url: string; expires_at: string }> {
+  const ie = await loadInfraEnv(ctx, p, id);
+  const expires = new Date(ctx.now().getTime() + ctx.imageUrlTtlSeconds * 1000);
+  const type = ((ie.doc.type as string | undefined) ?? 'full-iso').replace('-iso', '');
+  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id }, ctx.imageUrlTtlSeconds);
+  const url = `${ctx.baseUrl}/images/${id}/${type}.iso${token ? `?image_token=${token}` : ''}`;
+  await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expires.toISOString() } });
+  return { url, expires_at: expires.toISOString() };
+}

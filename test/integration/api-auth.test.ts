@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+
+/**
+ * AUTH_TYPE=local: users own what they create; an agent token acts for one
+ * infra-env only; nothing of another tenant is ever answered with 200.
+ */
+let h: ApiHarness;
+const user = (name: string, admin = false) => ({ Authorization: `Bearer ${h.signer.sign({ use: 'user', sub: name, ...(admin ? { admin: true } : {}) })}` });
+const agent = (infraEnvId: string) => ({ 'X-Secret-Key': h.signer.sign({ use: 'agent', infra_env_id: infraEnvId }) });
+
+let aCluster: string;
+let aInfraEnv: string;
+let bInfraEnv: string;
+const aHost = randomUUID();
+
+beforeAll(async () => {
+  h = await startApiHarness({ authType: 'local' });
+  aCluster = (await call('POST', `${h.base}/clusters`, { headers: user('alice'), body: { name: 'a', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body.id;
+  aInfraEnv = (await call('POST', `${h.base}/infra-envs`, { headers: user('alice'), body: { name: 'a-ie', pull_secret: PULL_SECRET, cluster_id: aCluster } })).body.id;
+  bInfraEnv = (await call('POST', `${h.base}/infra-envs`, { headers: user('bob'), body: { name: 'b-ie', pull_secret: PULL_SECRET } })).body.id;
+  expect((await call('POST', `${h.base}/infra-envs/${aInfraEnv}/hosts`, { headers: agent(aInfraEnv), body: { host_id: aHost } })).status).toBe(201);
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+describe('AUTH_TYPE=local', () => {
+  it('refuses calls without credentials or with a forged token (401, infra_error shape)', async () => {
+    const none = await call('GET', `${h.base}/clusters`);
+    expect(none.status).toBe(401);
+    expect(none.body).toMatchObject({ code: 401, message: expect.any(String) });
+    const [head, , sig] = h.signer.sign({ use: 'user', sub: 'alice' }).split('.');
+    const forged = `${head}.${Buffer.from(JSON.stringify({ use: 'user', sub: 'alice', admin: true })).toString('base64url')}.${sig}`;
+    expect((await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${forged}` } })).status).toBe(401);
+    const expired = h.signer.sign({ use: 'user', sub: 'alice' }, 1, Date.now() - 10000);
+    expect((await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${expired}` } })).status).toBe(401);
+  });
+
+  it('shows users only what they own', async () => {
+    const bob = await call('GET', `${h.base}/clusters`, { headers: user('bob') });
+    expect(bob.status).toBe(200);
+    expect(bob.body).toEqual([]);
+    for (const [m, u] of [
+      ['GET', `${h.base}/clusters/${aCluster}`],
+      ['PATCH', `${h.base}/clusters/${aCluster}`],
+      ['DELETE', `${h.base}/clusters/${aCluster}`],
+      ['GET', `${h.base}/infra-envs/${aInfraEnv}`],
+      ['GET', `${h.base}/infra-envs/${aInfraEnv}/hosts`],
+      ['GET', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}`],
+      ['GET', `${h.base}/events?cluster_id=${aCluster}`],
+      ['GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/image-url`],
+    ] as const) {
+      const r = await call(m, u, { headers: user('bob'), ...(m === 'PATCH' ? { body: { name: 'stolen' } } : {}) });
+      expect([m, u, r.status]).toEqual([m, u, 404]);
+    }
+    // Bob cannot bind his infra-env to Alice's cluster either.
+    const bind = await call('POST', `${h.base}/infra-envs`, { headers: user('bob'), body: { name: 'x', pull_secret: PULL_SECRET, cluster_id: aCluster } });
+    expect(bind.status).toBe(404);
+    // Alice's cluster is untouched.
+    const mine = await call('GET', `${h.base}/clusters/${aCluster}`, { headers: user('alice') });
+    expect(mine.body.name).toBe('a');
+    // An administrator sees everything.
+    expect((await call('GET', `${h.base}/clusters`, { headers: user('root', true) })).body).toHaveLength(1);
+  });
+
+  it('scopes agent tokens to one infra-env', async () => {
+    const own = await call('GET', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}/instructions`, { headers: agent(aInfraEnv) });
+    expect(own.status).toBe(200);
+    for (const [m, u, body] of [
+      ['GET', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}/instructions`, undefined],
+      ['POST', `${h.base}/infra-envs/${aInfraEnv}/hosts`, { host_id: randomUUID() }],
+      ['POST', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}/instructions`, { step_type: 'inventory', step_id: 'x', exit_code: 0, output: '{"hostname":"evil"}' }],
+    ] as const) {
+      const r = await call(m, u, { headers: agent(bInfraEnv), ...(body ? { body } : {}) });
+      expect([m, u, r.status]).toEqual([m, u, 404]);
+    }
+    // Agent tokens are not user tokens.
+    expect((await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv })}` } })).status).toBe(401);
+    // Nothing was written by the foreign agent.
+    const host = await call('GET', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}`, { headers: user('alice') });
+    expect(host.body.inventory).toBeUndefined();
+  });
+
+  it('never returns or logs the pull secret', async () => {
+    const r = await call('GET', `${h.base}/infra-envs/${aInfraEnv}`, { headers: user('alice') });
+    expect(r.status).toBe(200);
+    expect(r.body.pull_secret_set).toBe(true);
+    expect(r.text).not.toContain('c2VjcmV0LXB1bGwtc2VjcmV0LXZhbHVl');
+    expect(r.body.pull_secret).toBeUndefined();
+  });
+});

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+
+/**
+ * Bad input gets a 4xx in the API's error shape naming the field and rule,
+ * never a 500, and stored data is left exactly as it was.
+ */
+let h: ApiHarness;
+let clusterId: string;
+let infraEnvId: string;
+const hostId = randomUUID();
+
+const snapshot = async () => ({
+  clusters: await h.db('clusters').orderBy('id').select('id', 'name', 'status', 'doc', 'pull_secret', 'updated_at'),
+  infraEnvs: await h.db('infra_envs').orderBy('id').select('id', 'name', 'doc', 'updated_at'),
+  hosts: await h.db('hosts').orderBy('id').select('id', 'role', 'requested_hostname', 'doc', 'inventory', 'updated_at'),
+  events: Number((await h.db('events').count('* as n'))[0]!.n),
+});
+
+beforeAll(async () => {
+  h = await startApiHarness({ env: { API_BODY_LIMIT_BYTES: '65536' } });
+  clusterId = (await call('POST', `${h.base}/clusters`, { body: { name: 'c1', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com', machine_networks: [{ cidr: '10.0.0.0/24' }] } })).body.id;
+  infraEnvId = (await call('POST', `${h.base}/infra-envs`, { body: { name: 'ie1', pull_secret: PULL_SECRET, cluster_id: clusterId } })).body.id;
+  await call('POST', `${h.base}/infra-envs/${infraEnvId}/hosts`, { body: { host_id: hostId } });
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+const C = () => `${h.base}/clusters/${clusterId}`;
+const H = () => `${h.base}/infra-envs/${infraEnvId}/hosts/${hostId}`;
+
+type Case = [string, () => [string, string, { body?: unknown; raw?: string }], number, RegExp];
+
+const cases: Case[] = [
+  ['malformed JSON', () => ['POST', `${h.base}/clusters`, { raw: '{"name": "x",' }], 400, /not valid JSON/],
+  ['missing required field', () => ['POST', `${h.base}/clusters`, { body: { name: 'x', openshift_version: '1.31' } }], 400, /pull_secret/],
+  ['wrong type', () => ['POST', `${h.base}/clusters`, { body: { name: 42, openshift_version: '1.31', pull_secret: PULL_SECRET } }], 400, /name/],
+  ['unknown enum value', () => ['PATCH', C(), { body: { high_availability_mode: 'Sometimes' } }], 400, /high_availability_mode/],
+  ['unknown field', () => ['PATCH', C(), { body: { nmae: 'typo' } }], 400, /nmae/],
+  ['unknown release', () => ['POST', `${h.base}/clusters`, { body: { name: 'x', openshift_version: '0.9', pull_secret: PULL_SECRET } }], 400, /openshift_version.*not a release/],
+  ['bad cluster name', () => ['POST', `${h.base}/clusters`, { body: { name: 'Bad_Name', openshift_version: '1.31', pull_secret: PULL_SECRET } }], 400, /name/],
+  ['pull secret not JSON', () => ['POST', `${h.base}/clusters`, { body: { name: 'x', openshift_version: '1.31', pull_secret: 'hunter2' } }], 400, /pull_secret: must be JSON/],
+  ['invalid CIDR', () => ['PATCH', C(), { body: { machine_networks: [{ cidr: '10.0.0.0/33' }] } }], 400, /machine_networks/],
+  ['invalid VIP', () => ['PATCH', C(), { body: { api_vips: [{ ip: '10.0.0.300' }] } }], 400, /api_vips/],
+  ['VIP outside the machine network', () => ['PATCH', C(), { body: { api_vips: [{ ip: '192.168.1.5' }] } }], 400, /api_vips\[0\]\.ip: 192\.168\.1\.5 is not inside any machine network/],
+  ['overlapping networks', () => ['PATCH', C(), { body: { service_networks: [{ cidr: '10.0.0.0/16' }] } }], 400, /overlaps/],
+  ['bad base domain', () => ['PATCH', C(), { body: { base_dns_domain: 'not a domain' } }], 400, /base_dns_domain/],
+  ['bad SSH key', () => ['PATCH', C(), { body: { ssh_public_key: 'ssh-rsa AAAAB3NzaC1lZDI1NTE5AAAA' } }], 400, /ssh_public_key/],
+  ['bad hostname', () => ['PATCH', H(), { body: { host_name: 'Not_Valid!' } }], 400, /host_name/],
+  ['localhost hostname', () => ['PATCH', H(), { body: { host_name: 'localhost' } }], 400, /host_name: "localhost" is not allowed/],
+  ['bootstrap role', () => ['PATCH', H(), { body: { host_role: 'bootstrap' } }], 400, /host_role/],
+  ['disk not in inventory', () => ['PATCH', H(), { body: { disks_selected_config: [{ id: '/dev/nope', role: 'install' }] } }], 400, /disks_selected_config\[0\]\.id/],
+  ['unknown step type', () => ['POST', `${H()}/instructions`, { body: { step_type: 'format-everything', step_id: 'x', exit_code: 0, output: '' } }], 400, /step_type/],
+  ['progress on a host that is not installing', () => ['PUT', `${H()}/progress`, { body: { current_stage: 'Installing' } }], 409, /not installing/],
+  ['install on a cluster that is not ready', () => ['POST', `${C()}/actions/install`, {}], 409, /not ready/],
+  ['reset on a cluster that never installed', () => ['POST', `${C()}/actions/reset`, {}], 409, /cannot be reset/],
+  ['body over the size limit', () => ['PATCH', C(), { body: { ssh_public_key: 'x'.repeat(70000) } }], 413, /too large/],
+  ['unknown cluster id', () => ['GET', `${h.base}/clusters/${randomUUID()}`, {}], 404, /not found/],
+  ['malformed cluster id', () => ['GET', `${h.base}/clusters/not-a-uuid`, {}], 400, /cluster_id/],
+  ['unknown host on reply', () => ['POST', `${h.base}/infra-envs/${infraEnvId}/hosts/${randomUUID()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', exit_code: 0, output: '{}' } }], 404, /not found/],
+  ['bad event limit', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&limit=abc`, {}], 400, /limit/],
+  ['bad manifest name', () => ['POST', `${C()}/manifests`, { body: { folder: 'manifests', file_name: '../etc/passwd', content: 'YQ==' } }], 400, /file_name/],
+  ['manifest that is not YAML', () => ['POST', `${C()}/manifests`, { body: { folder: 'manifests', file_name: 'a.yaml', content: Buffer.from('a: [1, 2').toString('base64') } }], 400, /not valid YAML/],
+  ['install-config overrides that are not JSON', () => ['PATCH', `${C()}/install-config`, { body: '{not json' }], 400, /JSON/],
+  ['ignition override that is not Ignition', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { ignition_config_override: '{"hello": 1}' } }], 400, /ignition_config_override/],
+  ['unknown route', () => ['GET', `${h.base}/clusterz`, {}], 404, /.+/],
+];
+
+describe('bad input', () => {
+  it.each(cases)('%s → clear 4xx, nothing written', async (_name, req, status, reason) => {
+    const before = await snapshot();
+    const [method, url, opts] = req();
+    const r = await call(method, url, opts);
+    expect(r.status).toBe(status);
+    expect(r.body).toMatchObject({ kind: 'Error', id: status, code: String(status), href: '' });
+    expect(r.body.reason).toMatch(reason);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('never answers 500 to a burst of random bodies', async () => {
+    const bodies = [null, [], 'x', 1, true, { name: {} }, { pull_secret: [] }, { cluster_networks: 'x' }, { api_vips: [{}] }, { api_vips: [{ ip: 5 }] }, { host_id: 'nope' }];
+    for (const b of bodies) {
+      for (const [m, u] of [['POST', `${h.base}/clusters`], ['PATCH', C()], ['POST', `${h.base}/infra-envs`], ['PATCH', H()], ['POST', `${H()}/instructions`]] as const) {
+        const r = await call(m, u, { raw: JSON.stringify(b) });
+        if (r.status < 400) throw new Error(`${m} ${u} accepted ${JSON.stringify(b)} with ${r.status}`);
+        expect(r.status).toBeLessThan(500);
+      }
+    }
+  });
+});
