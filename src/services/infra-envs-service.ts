@@ -5,6 +5,7 @@ import { badRequest, conflict } from '../errors';
 import { pullSecretProblem, sshKeyProblem } from '../domain/input-rules';
 import { resolveRelease } from '../domain/releases';
 import type { InfraEnvRow } from '../db/rows';
+import { discoveryIgnition } from '../domain/discovery-ignition';
 import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv, ownerFilter } from './access';
 
@@ -117,4 +118,24 @@ export async function imageUrl(ctx: ServiceContext, p: Principal, id: string): P
   const url = `${ctx.baseUrl}/images/${id}/${type}.iso${token ? `?image_token=${token}` : ''}`;
   await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expires.toISOString() } });
   return { url, expires_at: expires.toISOString() };
+}
+
+/**
+ * discovery.ign for this infra-env. With AUTH_TYPE=local it embeds a fresh
+ * agent token scoped to this infra-env (the same token the ISO carries).
+ */
+export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
+  const ie = await loadInfraEnv(ctx, p, id);
+  const d = ie.doc as Record<string, unknown>;
+  const config = discoveryIgnition({
+    serviceBaseUrl: ctx.baseUrl,
+    infraEnvId: id,
+    agentToken: ctx.signer?.sign({ use: 'agent', infra_env_id: id }) ?? '',
+    sshAuthorizedKey: (d.ssh_authorized_key as string | undefined) || undefined,
+    proxy: d.proxy as { http_proxy?: string; https_proxy?: string; no_proxy?: string } | undefined,
+    additionalNtpSources: d.additional_ntp_sources as string | undefined,
+    additionalTrustBundle: (d.additional_trust_bundle as string | undefined) || undefined,
+    ignitionConfigOverride: (d.ignition_config_override as string | undefined) || undefined,
+  });
+  return JSON.stringify(config);
 }

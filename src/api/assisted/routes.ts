@@ -6,7 +6,7 @@
 import { Router, type Request, type Response } from 'express';
 import Busboy from 'busboy';
 import type { Principal } from '../../auth/principal';
-import { badRequest } from '../../errors';
+import { badRequest, conflict } from '../../errors';
 import type { ServiceContext } from '../../services/context';
 import * as clusters from '../../services/clusters-service';
 import * as infraEnvs from '../../services/infra-envs-service';
@@ -205,7 +205,8 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     const ie = await loadInfraEnv(ctx, principal(res), param(req, 'infra_env_id'));
     const name = q(req, 'file_name')!;
     if (name === 'static-network-config') return sendFile(res, name, Buffer.from((ie.doc.static_network_config as string | undefined) ?? '[]'), 'application/json');
-    throw badRequest(`file_name: ${name} is produced by the discovery image service, which this server does not run yet`, { field: 'file_name' });
+    if (name === 'discovery.ign') return sendFile(res, name, Buffer.from(await infraEnvs.discoveryIgnitionFor(ctx, principal(res), ie.id)), 'application/vnd.coreos.ignition+json');
+    throw conflict(`file_name: ${name} needs the boot artifacts of the discovery image service, which is not configured`);
   });
 
   // ---- hosts (user-facing)
