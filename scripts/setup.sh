@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
-#   --test   also the tools only the tests need (MinIO)
+#   --test   also the tools only the tests need (MinIO, the assisted-service Python client)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .state .tools
@@ -18,8 +18,12 @@ fi
 
 bash scripts/install-temporal.sh
 if [ "${1:-}" = "--test" ]; then
+  bash scripts/install-system-tools.sh
   bash scripts/install-minio.sh
+  bash scripts/install-compat-venv.sh
 fi
 
 echo "setup: compiling TypeScript" >&2
 npx --no-install tsc -p tsconfig.build.json
+# The host agent as one file that runs with plain node on a discovery image.
+npx --no-install esbuild agent/main.ts --bundle --platform=node --target=node20 --log-level=warning --outfile=dist/agent/landfall-agent.js

@@ -65,10 +65,17 @@ export function createApp(deps: ApiDeps): Express {
   app.get(`${BASE_PATH}/v2/openapi.json`, (_req, res) => {
     res.json(spec);
   });
-  // The generated Python client sends booleans as "True"/"False"; the validator only coerces lower case.
+  // The generated Python client sends booleans as "True"/"False", in the query
+  // and in header parameters (get_unregistered_clusters); the validator only
+  // coerces lower case.
+  const boolHeaders = booleanHeaderNames(spec);
   app.use(BASE_PATH, (req, _res, next) => {
     if (req.url.includes('True') || req.url.includes('False')) {
       req.url = req.url.replace(/=(True|False)(?=&|$)/g, (_m, v: string) => `=${v.toLowerCase()}`);
+    }
+    for (const name of boolHeaders) {
+      const v = req.headers[name];
+      if (v === 'True' || v === 'False') req.headers[name] = v.toLowerCase();
     }
     next();
   });
@@ -91,4 +98,18 @@ export function createApp(deps: ApiDeps): Express {
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/** Names (lower case, as Node keys headers) of the header parameters the document types as boolean. */
+function booleanHeaderNames(spec: Record<string, unknown>): string[] {
+  const names = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) return v.forEach(visit);
+    if (!v || typeof v !== 'object') return;
+    const o = v as { in?: unknown; name?: unknown; schema?: { type?: unknown } };
+    if (o.in === 'header' && typeof o.name === 'string' && o.schema?.type === 'boolean') names.add(o.name.toLowerCase());
+    Object.values(v).forEach(visit);
+  };
+  visit(spec);
+  return [...names];
 }

@@ -15,6 +15,10 @@ commands:
   token user <name> [--admin] [--ttl-hours N]
   token agent <infra-env-id> [--ttl-hours N]
                       print a signed token for AUTH_TYPE=local (needs EC_PRIVATE_KEY_PEM)
+  inventory           print this machine's inventory JSON (what the agent reports)
+  fleet --infra-env ID [--url URL] [--count N] [--profiles control-plane:3,worker:2]
+        [--duration-seconds S] [--poll-seconds S] [--token T] [--netns]
+                      run N simulated hosts (agent loop + simulated executor) against a service
   migrate [latest|rollback|list]
                       apply (default), roll back all, or list database migrations
 `;
@@ -23,6 +27,16 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(USAGE);
+    return;
+  }
+  // These two talk only to the machine or to a service URL; they need no service configuration.
+  if (command === 'inventory') {
+    const { LinuxExecutor } = await import('../../agent/executors/linux');
+    process.stdout.write(JSON.stringify(await new LinuxExecutor().inventory(), null, 2) + '\n');
+    return;
+  }
+  if (command === 'fleet') {
+    await runFleetCommand(rest);
     return;
   }
   const cfg = loadConfigOrExit();
@@ -91,6 +105,37 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`landfall: unknown command "${command}"\n${USAGE}`);
       process.exit(2);
   }
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+async function runFleetCommand(args: string[]): Promise<void> {
+  const { runFleet } = await import('../../agent/fleet');
+  const infraEnvId = flag(args, '--infra-env');
+  if (!infraEnvId) throw new Error('fleet needs --infra-env ID');
+  const abort = new AbortController();
+  process.once('SIGINT', () => abort.abort());
+  process.once('SIGTERM', () => abort.abort());
+  const count = Number(flag(args, '--count') ?? 5);
+  process.stderr.write(`fleet: starting ${count} simulated hosts\n`);
+  const report = await runFleet(
+    {
+      serviceUrl: flag(args, '--url') ?? 'http://localhost:8090',
+      infraEnvId,
+      agentToken: flag(args, '--token'),
+      count,
+      mix: flag(args, '--profiles') ?? 'control-plane:3,worker:2',
+      durationSeconds: Number(flag(args, '--duration-seconds') ?? 600),
+      pollIntervalSeconds: flag(args, '--poll-seconds') ? Number(flag(args, '--poll-seconds')) : undefined,
+      netns: args.includes('--netns'),
+      onProgress: (line) => process.stderr.write(line + '\n'),
+    },
+    abort.signal,
+  );
+  process.stdout.write(JSON.stringify(report, null, 2) + '\n');
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -39,3 +39,13 @@ export function resolveRelease(catalogue: ReleaseCatalogue, requested: string): 
   const minor = /^(\d+\.\d+)(\.\d+)?$/.exec(requested.trim())?.[1];
   return minor && catalogue[minor] ? minor : undefined;
 }
+
+/**
+ * The catalogue entries a `v2ListSupportedOpenshiftVersions` call asks for:
+ * `version` keeps those whose display name contains it. `only_latest` needs no
+ * filter: each entry already is the one (latest) release of its minor.
+ */
+export function releasesMatching(catalogue: ReleaseCatalogue, version?: string): Array<[string, Release]> {
+  const entries = Object.entries(catalogue);
+  return version ? entries.filter(([, r]) => r.display_name.includes(version)) : entries;
+}

@@ -84,6 +84,9 @@ export function presentInfraEnv(ie: InfraEnvRow) {
     href: `${BASE_PATH}/v2/infra-envs/${ie.id}`,
     name: ie.name,
     type: (d.type as string | undefined) ?? 'full-iso',
+    // Stored as the array the caller sent (what image building reads); on the
+    // wire it is a JSON string, as in AS: the Python client types it `str`.
+    kernel_arguments: Array.isArray(d.kernel_arguments) ? JSON.stringify(d.kernel_arguments) : (d.kernel_arguments as string | undefined),
     cluster_id: ie.cluster_id ?? undefined,
     pull_secret_set: Boolean(ie.pull_secret),
     user_name: ie.owner || undefined,

@@ -15,6 +15,7 @@ import * as agent from '../../services/agent-service';
 import * as files from '../../services/cluster-files-service';
 import * as events from '../../services/events-service';
 import type { Severity } from '../../domain/event-catalogue';
+import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
 
 const principal = (res: Response): Principal => res.locals.principal as Principal;
@@ -35,6 +36,8 @@ const qBool = (req: Request, name: string): boolean | undefined => {
   return v === undefined ? undefined : v === true || v === 'true';
 };
 
+const mergeHostIds = (list: string[] | undefined, one: string | undefined): string[] | undefined => (one ? [...new Set([...(list ?? []), one])] : list);
+
 function sendFile(res: Response, fileName: string, body: Buffer, contentType = 'application/octet-stream') {
   res.status(200).setHeader('Content-Type', contentType).setHeader('Content-Disposition', `attachment; filename="${fileName}"`).send(body);
 }
@@ -43,9 +46,9 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   const r = Router();
 
   // ---- releases
-  r.get('/v2/openshift-versions', (_req, res) => {
+  r.get('/v2/openshift-versions', (req, res) => {
     const out: Record<string, unknown> = {};
-    for (const [v, rel] of Object.entries(ctx.releases)) {
+    for (const [v, rel] of releasesMatching(ctx.releases, q(req, 'version'))) {
       out[v] = { display_name: rel.display_name, support_level: rel.support_level, default: Boolean(rel.default), cpu_architectures: rel.cpu_architectures };
     }
     res.json(out);
@@ -259,7 +262,8 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     const page = await events.listEvents(ctx, principal(res), {
       clusterId: q(req, 'cluster_id'),
       infraEnvId: q(req, 'infra_env_id'),
-      hostIds: qList(req, 'host_ids'),
+      // host_id is AS's deprecated single-host form of host_ids; the Python client still offers it.
+      hostIds: mergeHostIds(qList(req, 'host_ids'), q(req, 'host_id')),
       severities: qList(req, 'severities') as Severity[] | undefined,
       categories: qList(req, 'categories'),
       message: q(req, 'message'),

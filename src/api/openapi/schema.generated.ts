@@ -1131,10 +1131,7 @@ export interface components {
             hyperthreading?: "none" | "masters" | "arbiters" | "workers" | "masters,arbiters" | "masters,workers" | "arbiters,workers" | "masters,arbiters,workers" | "all" | null;
             /** @enum {string|null} */
             network_type?: "OpenShiftSDN" | "OVNKubernetes" | "CiscoACI" | "Cilium" | "Calico" | "None" | null;
-            /**
-             * @description The Python client sends this (false by default) with every update.
-             * @default false
-             */
+            /** @description The Python client sends this (false by default) with every update; no default here, so a PATCH without it changes nothing. */
             schedulable_masters?: boolean;
             cluster_networks?: components["schemas"]["cluster_network"][] | null;
             service_networks?: components["schemas"]["service_network"][] | null;
@@ -2518,6 +2515,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -1,0 +1,216 @@
+/**
+ * The agent loop: register, then GET instructions → run the batch
+ * concurrently → POST each result, at the pace the service sets. Registration
+ * failures are diagnosed (diagnostics.ts) and retried forever; the diagnosis is
+ * uploaded as an event once the service is reachable.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AgentConfig } from './config';
+import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
+import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
+import { runStep } from './steps';
+import type { Executor, Steps } from './types';
+
+export interface AgentLog {
+  info(msg: string, data?: Record<string, unknown>): void;
+  warn(msg: string, data?: Record<string, unknown>): void;
+}
+
+/** The service keeps the last result of each step type, so an identical success need not be sent again for an hour. */
+export const REPLY_CACHE_MS = 3600_000;
+
+export interface AgentStats {
+  polls: number;
+  replies: number;
+  repliesSkipped: number;
+  registrations: number;
+  failures: number;
+}
+
+export class HostAgent {
+  readonly stats: AgentStats = { polls: 0, replies: 0, repliesSkipped: 0, registrations: 0, failures: 0 };
+  private hostId = '';
+  private readonly replyCache = new Map<string, { digest: string; at: number }>();
+  private pendingDiagnosis: { diagnosis: Diagnosis; since: number; attempts: number } | undefined;
+
+  constructor(
+    private readonly cfg: AgentConfig,
+    private readonly executor: Executor,
+    private readonly client: ServiceClient,
+    private readonly log: AgentLog,
+    private readonly opts: { proxy?: string; writeStatus?: boolean; now?: () => number } = {},
+  ) {}
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  get id(): string {
+    return this.hostId;
+  }
+
+  private writeStatus(status: Record<string, unknown>): void {
+    if (this.opts.writeStatus === false || !this.cfg.statusFile) return;
+    try {
+      mkdirSync(path.dirname(this.cfg.statusFile), { recursive: true });
+      writeFileSync(this.cfg.statusFile, JSON.stringify({ ...status, host_id: this.hostId, updated_at: new Date().toISOString() }, null, 2));
+    } catch {
+      /* the status file is a convenience; never let it stop the agent */
+    }
+  }
+
+  private recordFailure(failure: { error?: unknown; status?: number; body?: string }): Diagnosis {
+    const diagnosis = diagnose(this.cfg.serviceUrl, failure, this.opts.proxy);
+    const prev = this.pendingDiagnosis;
+    this.pendingDiagnosis = { diagnosis, since: prev?.since ?? this.now(), attempts: (prev?.attempts ?? 0) + 1 };
+    if (!prev || prev.diagnosis.code !== diagnosis.code) this.log.warn(formatDiagnosis(diagnosis), { code: diagnosis.code });
+    this.writeStatus({ state: 'cannot-reach-service', attempts: this.pendingDiagnosis.attempts, since: new Date(this.pendingDiagnosis.since).toISOString(), diagnosis });
+    return diagnosis;
+  }
+
+  /** Registers, retrying forever (with backoff) until the service accepts the host. */
+  async register(signal: AbortSignal): Promise<boolean> {
+    this.hostId ||= await this.executor.hostId();
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      let answer: HttpAnswer | undefined;
+      try {
+        answer = await this.client.request('POST', `/infra-envs/${this.cfg.infraEnvId}/hosts`, { host_id: this.hostId, discovery_agent_version: this.cfg.agentVersion }, signal);
+      } catch (err) {
+        if (signal.aborted) return false;
+        this.recordFailure({ error: err instanceof NetworkError ? err.cause : err });
+      }
+      if (answer && answer.status === 201) {
+        this.stats.registrations++;
+        this.log.info('registered', { hostId: this.hostId });
+        this.writeStatus({ state: 'registered' });
+        await this.uploadDiagnosis(signal);
+        return true;
+      }
+      if (answer) {
+        // 409: the cluster is installing and does not accept hosts; keep trying without a diagnosis.
+        if (answer.status !== 409) this.recordFailure({ status: answer.status, body: answer.text });
+      }
+      await sleep(backoffMs(Math.min(attempt, 6), 1000, 60000), signal);
+    }
+    return false;
+  }
+
+  /** The other half of two-sided diagnostics: what went wrong reaches the service as an event on this host. */
+  private async uploadDiagnosis(signal: AbortSignal): Promise<void> {
+    const pending = this.pendingDiagnosis;
+    if (!pending) return;
+    this.pendingDiagnosis = undefined;
+    const seconds = Math.round((this.now() - pending.since) / 1000);
+    const d = pending.diagnosis;
+    try {
+      await this.client.request(
+        'POST',
+        '/events',
+        {
+          name: 'host_registration_diagnosis',
+          infra_env_id: this.cfg.infraEnvId,
+          host_id: this.hostId,
+          severity: 'warning',
+          category: 'user',
+          message: `Host ${this.hostId}: could not reach the service for ${seconds} s (${pending.attempts} attempts): ${d.what}. Fix: ${d.fix}`,
+          props: JSON.stringify({ code: d.code, detail: d.detail, attempts: pending.attempts, seconds }),
+        },
+        signal,
+      );
+    } catch {
+      /* best effort: the local status file still has it */
+    }
+  }
+
+  private isDuplicate(stepType: string, exitCode: number, output: string): boolean {
+    if (exitCode !== 0) return false;
+    const digest = createHash('sha256').update(output).digest('base64');
+    const hit = this.replyCache.get(stepType);
+    if (hit && hit.digest === digest && this.now() - hit.at < REPLY_CACHE_MS) return true;
+    this.replyCache.set(stepType, { digest, at: this.now() });
+    return false;
+  }
+
+  /** One poll: fetch steps, run them concurrently, post results. Returns seconds to wait, or null to exit. */
+  async pollOnce(signal: AbortSignal): Promise<number | null> {
+    const ts = Math.floor(this.now() / 1000 + this.executor.clockOffsetSeconds());
+    let answer: HttpAnswer;
+    try {
+      answer = await this.client.request('GET', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions?timestamp=${ts}`, undefined, signal);
+    } catch (err) {
+      // A failed poll may have lost our replies in flight: forget what we think the service has.
+      this.replyCache.clear();
+      this.stats.failures++;
+      this.recordFailure({ error: err instanceof NetworkError ? err.cause : err });
+      return -1;
+    }
+    this.stats.polls++;
+    if (answer.status === 404) {
+      this.log.warn('the service no longer knows this host; registering again', { hostId: this.hostId });
+      this.replyCache.clear();
+      return (await this.register(signal)) ? 0 : null;
+    }
+    if (answer.status !== 200) {
+      this.stats.failures++;
+      this.recordFailure({ status: answer.status, body: answer.text });
+      return -1;
+    }
+    await this.uploadDiagnosis(signal);
+    const steps = answer.json<Steps>();
+    const ctx = {
+      executor: this.executor,
+      reportProgress: async (stage: string, info?: string) => {
+        await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, { current_stage: stage, progress_info: info ?? '' }, signal);
+      },
+      uploadLogs: async (tgz: Buffer, meta: Record<string, unknown>) => {
+        const cluster = String(meta.cluster_id ?? '');
+        if (!cluster) return;
+        await this.client.upload(`/clusters/${cluster}/logs?logs_type=host&infra_env_id=${this.cfg.infraEnvId}&host_id=${this.hostId}`, `${this.hostId}.tar.gz`, tgz, signal);
+      },
+    };
+    await Promise.all(
+      (steps.instructions ?? []).map(async (step) => {
+        const result = await runStep(step, ctx, signal);
+        if (this.isDuplicate(step.step_type, result.exit_code, result.output)) {
+          this.stats.repliesSkipped++;
+          return;
+        }
+        try {
+          const r = await this.client.request('POST', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, { step_type: step.step_type, step_id: step.step_id, ...result }, signal);
+          if (r.status === 204) this.stats.replies++;
+          else {
+            this.replyCache.delete(step.step_type);
+            this.log.warn('step reply refused', { step: step.step_type, status: r.status, body: r.text.slice(0, 300) });
+          }
+        } catch {
+          this.replyCache.delete(step.step_type);
+        }
+      }),
+    );
+    if (this.executor.takeRebootIntoDiscovery?.()) {
+      this.log.warn('the host booted the discovery image again; registering again', { hostId: this.hostId });
+      this.replyCache.clear();
+      return (await this.register(signal)) ? 0 : null;
+    }
+    if (steps.post_step_action === 'exit') return null;
+    return this.cfg.pollIntervalSeconds ?? steps.next_instruction_seconds ?? 60;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    if (!(await this.register(signal))) return;
+    let failures = 0;
+    while (!signal.aborted) {
+      const wait = await this.pollOnce(signal);
+      if (wait === null) return;
+      if (wait < 0) {
+        failures++;
+        await sleep(backoffMs(Math.min(failures, 6), 1000, 120000), signal);
+        continue;
+      }
+      failures = 0;
+      await sleep(wait * 1000, signal);
+    }
+  }
+}

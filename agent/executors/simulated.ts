@@ -1,0 +1,230 @@
+/**
+ * A simulated host: hardware, network behaviour and install behaviour come
+ * from a profile (YAML). It runs the same agent loop and reply code as a real
+ * host; only this executor differs. Nothing here touches the machine it runs on.
+ */
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { parse as parseYaml } from 'yaml';
+import { STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
+import { tar } from '../../src/util/tar';
+import type { ConnectivityPeer, Disk, Executor, Inventory } from '../types';
+import { sleep } from '../service-client';
+
+export interface HostProfile {
+  name: string;
+  description?: string;
+  cpu: { count: number; model?: string; architecture?: string };
+  memory_gib: number;
+  disks: Array<{ name: string; size_gb: number; type?: string; fsync_ms?: number; removable?: boolean }>;
+  nics?: Array<{ name: string; mtu?: number; speed_mbps?: number }>;
+  clock_offset_seconds?: number;
+  ntp?: 'synced' | 'unreachable' | 'none';
+  /** Names that resolve (to this list of IPs); names not listed do not resolve. */
+  dns?: Record<string, string[]>;
+  link?: { isolated?: boolean; loss_percent?: number; rtt_ms?: number };
+  install?: { stage_seconds?: number; fail_at_stage?: string; reboot_into_discovery?: boolean };
+}
+
+export function parseProfile(yamlText: string): HostProfile {
+  const p = parseYaml(yamlText) as HostProfile;
+  if (!p || typeof p.name !== 'string' || !p.cpu || typeof p.cpu.count !== 'number' || typeof p.memory_gib !== 'number' || !Array.isArray(p.disks)) {
+    throw new Error('a host profile needs name, cpu.count, memory_gib and disks');
+  }
+  return p;
+}
+
+/** What the simulated network knows about every simulated host: addresses and who is cut off. */
+export class SimulatedNetwork {
+  private readonly hosts = new Map<string, { isolated: boolean; lossPercent: number; rttMs: number; mac: string }>();
+  constructor(readonly cidr = '192.168.127.0/24', readonly gateway = '192.168.127.1') {}
+  add(ip: string, info: { isolated: boolean; lossPercent: number; rttMs: number; mac: string }): void {
+    this.hosts.set(ip, info);
+  }
+  get(ip: string) {
+    return this.hosts.get(ip);
+  }
+  used(): Set<string> {
+    return new Set([...this.hosts.keys(), this.gateway]);
+  }
+}
+
+/** Deterministic ids and addresses: the same fleet seed and index always give the same host. */
+export function simulatedIdentity(seed: string, index: number, cidrBase = '192.168.127.0') {
+  const h = createHash('sha1').update(`${seed}:${index}`).digest('hex');
+  const id = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  const mac = `52:54:${h.slice(0, 2)}:${h.slice(2, 4)}:${h.slice(4, 6)}:${h.slice(6, 8)}`;
+  const octets = cidrBase.split('.').map(Number);
+  // Hosts get .10 onwards of a /16 laid over the base, so thousands fit.
+  const n = 10 + index;
+  const ip = `${octets[0]}.${octets[1]}.${(octets[2]! + Math.floor(n / 250)) % 256}.${(n % 250) + 2}`;
+  return { id, mac, ip };
+}
+
+export class SimulatedExecutor implements Executor {
+  readonly kind = 'simulated' as const;
+  private installing: AbortController | undefined;
+  /** Set when the simulated host "reboots into the discovery image" during install. */
+  private rebootedIntoDiscovery = false;
+
+  takeRebootIntoDiscovery(): boolean {
+    const r = this.rebootedIntoDiscovery;
+    this.rebootedIntoDiscovery = false;
+    return r;
+  }
+
+  constructor(
+    readonly profile: HostProfile,
+    private readonly identity: { id: string; mac: string; ip: string; hostname: string },
+    private readonly network: SimulatedNetwork,
+  ) {
+    network.add(identity.ip, { isolated: Boolean(profile.link?.isolated), lossPercent: profile.link?.loss_percent ?? 0, rttMs: profile.link?.rtt_ms ?? 0.4, mac: identity.mac });
+  }
+
+  async hostId(): Promise<string> {
+    return this.identity.id;
+  }
+
+  clockOffsetSeconds(): number {
+    return this.profile.clock_offset_seconds ?? 0;
+  }
+
+  async inventory(): Promise<Inventory> {
+    const p = this.profile;
+    const disks: Disk[] = p.disks.map((d, i) => {
+      const byId = `/dev/disk/by-id/wwn-0x5000c500${createHash('sha1').update(`${this.identity.id}${d.name}`).digest('hex').slice(0, 8)}`;
+      const size = Math.round(d.size_gb * 1e9);
+      const reasons = [...(size < 20e9 ? [`Disk is too small (disk only has ${d.size_gb} GB, but 20 GB are required)`] : []), ...(d.removable ? ['Disk is removable'] : [])];
+      return {
+        id: byId,
+        by_id: byId,
+        by_path: `/dev/disk/by-path/pci-0000:00:1f.2-ata-${i + 1}`,
+        name: d.name,
+        path: `/dev/${d.name}`,
+        drive_type: d.type ?? 'SSD',
+        size_bytes: size,
+        removable: Boolean(d.removable),
+        bootable: i === 0,
+        model: 'Simulated Disk',
+        serial: `SIM${i}${this.identity.id.slice(0, 6)}`,
+        installation_eligibility: { eligible: reasons.length === 0, not_eligible_reasons: reasons },
+      };
+    });
+    const prefix = this.network.cidr.split('/')[1] ?? '24';
+    const nics = p.nics?.length ? p.nics : [{ name: 'eth0' }];
+    return {
+      hostname: this.identity.hostname,
+      cpu: { count: p.cpu.count, architecture: p.cpu.architecture ?? 'x86_64', model_name: p.cpu.model ?? 'Simulated CPU', frequency: 2600, flags: ['sse4_2', 'avx2', 'vmx'] },
+      memory: { physical_bytes: p.memory_gib * 1024 ** 3, usable_bytes: Math.round(p.memory_gib * 1024 ** 3 * 0.97), physical_bytes_method: 'dmidecode' },
+      disks,
+      interfaces: nics.map((n, i) => ({
+        name: n.name,
+        mac_address: i === 0 ? this.identity.mac : this.identity.mac.replace(/..$/, (x) => ((parseInt(x, 16) + i) % 256).toString(16).padStart(2, '0')),
+        ipv4_addresses: i === 0 ? [`${this.identity.ip}/${prefix}`] : [],
+        ipv6_addresses: [],
+        mtu: n.mtu ?? 1500,
+        has_carrier: true,
+        speed_mbps: n.speed_mbps ?? 10000,
+        type: 'physical',
+      })),
+      routes: [{ interface: nics[0]!.name, destination: '0.0.0.0', gateway: this.network.gateway, family: 2, metric: 100 }],
+      system_vendor: { manufacturer: 'Landfall', product_name: `Simulated ${p.name}`, serial_number: this.identity.id.slice(0, 8), virtual: true },
+      boot: { current_boot_mode: 'uefi', secure_boot_state: 'Disabled' },
+      tpm_version: '2.0',
+    };
+  }
+
+  async connectivityCheck(peers: ConnectivityPeer[]): Promise<unknown> {
+    const me = this.network.get(this.identity.ip)!;
+    const nic = this.profile.nics?.[0]?.name ?? 'eth0';
+    return {
+      remote_hosts: peers.map((peer) => {
+        const targets = peer.nics.flatMap((n) => n.ip_addresses.map((a) => ({ ip: a.split('/')[0]!, mac: n.mac })));
+        return {
+          host_id: peer.host_id,
+          l2_connectivity: targets.map((t) => {
+            const other = this.network.get(t.ip);
+            const ok = Boolean(other) && !me.isolated && !other!.isolated;
+            return { outgoing_nic: nic, outgoing_ip_address: this.identity.ip, remote_ip_address: t.ip, remote_mac: ok ? other!.mac : '', successful: ok };
+          }),
+          l3_connectivity: targets.map((t) => {
+            const other = this.network.get(t.ip);
+            const ok = Boolean(other) && !me.isolated && !other!.isolated;
+            const loss = ok ? Math.max(me.lossPercent, other!.lossPercent) : 100;
+            return { outgoing_nic: nic, remote_ip_address: t.ip, successful: ok && loss < 100, average_rtt_ms: ok ? me.rttMs + other!.rttMs : 0, packet_loss_percentage: loss };
+          }),
+          mtu_report: targets.map((t) => ({ outgoing_nic: nic, remote_ip_address: t.ip, mtu_successful: Boolean(this.network.get(t.ip)) && !me.isolated })),
+        };
+      }),
+    };
+  }
+
+  async freeNetworkAddresses(cidrs: string[]): Promise<Array<{ network: string; free_addresses: string[] }>> {
+    const used = this.network.used();
+    return cidrs.map((cidr) => {
+      const [base, prefix] = cidr.split('/') as [string, string];
+      const size = Math.min(2 ** (32 - Number(prefix)), 256);
+      const o = base.split('.').map(Number);
+      const free: string[] = [];
+      for (let i = 1; i < size - 1; i++) {
+        const ip = `${o[0]}.${o[1]}.${o[2]}.${(o[3]! + i) % 256}`;
+        if (!used.has(ip)) free.push(ip);
+      }
+      return { network: cidr, free_addresses: this.profile.link?.isolated ? [] : free };
+    });
+  }
+
+  async ntpSynchronizer(args: { ntp_source?: string }): Promise<{ ntp_sources: Array<{ source_name: string; source_state: string }> }> {
+    const state = this.profile.ntp ?? 'synced';
+    if (state === 'none') throw new Error('chronyc is not available on this host: NTP state unknown');
+    const sources = (args.ntp_source || 'pool.ntp.org').split(',').filter(Boolean);
+    return { ntp_sources: sources.map((s, i) => ({ source_name: s, source_state: state === 'synced' && i === 0 ? 'synced' : 'unreachable' })) };
+  }
+
+  async domainResolution(args: { domains: Array<{ domain_name: string }> }): Promise<unknown> {
+    const table = this.profile.dns ?? {};
+    return {
+      resolutions: args.domains.map((d) => {
+        const ips = table[d.domain_name] ?? [];
+        return { domain_name: d.domain_name, ipv4_addresses: ips.filter((x) => !x.includes(':')), ipv6_addresses: ips.filter((x) => x.includes(':')), cnames: [] };
+      }),
+    };
+  }
+
+  async diskSpeedCheck(args: { path: string }): Promise<{ path: string; io_sync_duration: number }> {
+    const disk = this.profile.disks.find((d) => `/dev/${d.name}` === args.path || args.path.includes(d.name)) ?? this.profile.disks[0]!;
+    return { path: args.path, io_sync_duration: disk.fsync_ms ?? 1 };
+  }
+
+  async install(args: Record<string, unknown>, report: (stage: string, info?: string) => Promise<void>, signal: AbortSignal): Promise<void> {
+    this.installing = new AbortController();
+    const stop = AbortSignal.any([signal, this.installing.signal]);
+    const role = String(args.role ?? 'master');
+    const cp = Number(args.control_plane_count ?? 3);
+    const stageRole: StageRole = cp === 1 ? 'sno' : role === 'bootstrap' ? 'bootstrap' : role === 'worker' ? 'worker' : 'master';
+    const seconds = this.profile.install?.stage_seconds ?? 1;
+    for (const stage of STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk')) {
+      if (stop.aborted) throw new Error('installation stopped');
+      if (this.profile.install?.fail_at_stage === stage) {
+        await report('Failed', `simulated failure at ${stage}`);
+        throw new Error(`simulated failure at stage ${stage}`);
+      }
+      await report(stage, stage === 'Writing image to disk' ? '100%' : stage === 'Starting installation' || stage === 'Installing' ? role : undefined);
+      if (stage === 'Rebooting' && this.profile.install?.reboot_into_discovery) {
+        // The boot order put the discovery image first: the host comes back as a discovery host.
+        this.rebootedIntoDiscovery = true;
+        return;
+      }
+      await sleep(seconds * 1000, stop);
+    }
+  }
+
+  async logsGather(_args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>): Promise<void> {
+    const journal = `simulated journal of ${this.identity.hostname} (${this.profile.name})\n`;
+    await upload(gzipSync(tar([{ name: 'journal.log', body: Buffer.from(journal) }, { name: 'profile.json', body: Buffer.from(JSON.stringify(this.profile, null, 2)) }])));
+  }
+
+  async stopInstallation(): Promise<void> {
+    this.installing?.abort();
+  }
+}

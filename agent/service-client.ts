@@ -1,0 +1,107 @@
+/**
+ * HTTP to the service: the agent token as X-Secret-Key, an optional CA bundle
+ * and proxy, retries with jittered exponential backoff on 5xx and network
+ * errors. It returns every HTTP answer (the caller decides what a 404 means)
+ * and throws only when the network itself failed after its retries.
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, ProxyAgent, fetch, type Dispatcher } from 'undici';
+import type { AgentConfig } from './config';
+
+export interface HttpAnswer {
+  status: number;
+  text: string;
+  json<T>(): T;
+}
+
+export class NetworkError extends Error {
+  constructor(override readonly cause: unknown) {
+    super((cause as Error)?.message ?? String(cause));
+    this.name = 'NetworkError';
+  }
+}
+
+const BASE = '/api/assisted-install/v2';
+
+function bypassProxy(host: string, noProxy: string | undefined): boolean {
+  if (!noProxy) return false;
+  return noProxy.split(',').map((s) => s.trim()).filter(Boolean).some((rule) => rule === '*' || host === rule || (rule.startsWith('.') ? host.endsWith(rule) : host.endsWith(`.${rule}`)));
+}
+
+export function createDispatcher(cfg: AgentConfig): { dispatcher: Dispatcher; proxy: string | undefined } {
+  const ca = cfg.caBundleFile ? readFileSync(cfg.caBundleFile, 'utf8') : undefined;
+  const url = new URL(cfg.serviceUrl);
+  const proxy = url.protocol === 'https:' ? cfg.httpsProxy : cfg.httpProxy;
+  if (proxy && !bypassProxy(url.hostname, cfg.noProxy)) {
+    return { dispatcher: new ProxyAgent({ uri: proxy, requestTls: ca ? { ca } : undefined, connectTimeout: 10000 }), proxy };
+  }
+  return { dispatcher: new Agent({ connect: { ...(ca ? { ca } : {}), timeout: 10000 }, keepAliveTimeout: 30000 }), proxy: undefined };
+}
+
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+
+/** Full jitter: a random wait up to min(cap, base·2^attempt), so a fleet does not retry in lock-step. */
+export function backoffMs(attempt: number, baseMs = 1000, capMs = 60000, random = Math.random): number {
+  return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
+}
+
+export class ServiceClient {
+  constructor(
+    private readonly cfg: AgentConfig,
+    private readonly dispatcher: Dispatcher,
+    private readonly retries = 3,
+  ) {}
+
+  async request(method: string, path: string, body?: unknown, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<HttpAnswer> {
+    let lastErr: unknown;
+    for (let attempt = 0; attempt <= this.retries; attempt++) {
+      if (attempt > 0) await sleep(backoffMs(attempt, 500, 10000), signal);
+      try {
+        const res = await fetch(`${this.cfg.serviceUrl}${BASE}${path}`, {
+          method,
+          dispatcher: this.dispatcher,
+          signal,
+          headers: {
+            ...(this.cfg.agentToken ? { 'X-Secret-Key': this.cfg.agentToken } : {}),
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            discovery_agent_version: this.cfg.agentVersion,
+            ...extraHeaders,
+          },
+          body: body !== undefined ? JSON.stringify(body) : undefined,
+        });
+        const text = await res.text();
+        if (res.status >= 500 && attempt < this.retries) {
+          lastErr = new Error(`HTTP ${res.status}`);
+          continue;
+        }
+        return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        lastErr = err;
+      }
+    }
+    throw new NetworkError(lastErr);
+  }
+
+  async upload(path: string, fileName: string, data: Buffer, signal?: AbortSignal): Promise<HttpAnswer> {
+    const form = new FormData();
+    form.append('upfile', new Blob([data]), fileName);
+    const res = await fetch(`${this.cfg.serviceUrl}${BASE}${path}`, {
+      method: 'POST',
+      dispatcher: this.dispatcher,
+      signal,
+      headers: this.cfg.agentToken ? { 'X-Secret-Key': this.cfg.agentToken } : {},
+      body: form as unknown as import('undici').FormData,
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+  }
+}

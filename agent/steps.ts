@@ -1,0 +1,92 @@
+/**
+ * Runs one step from the service through the executor and turns the outcome
+ * into a step reply. The agent never decides anything; it only does what a
+ * step asks and reports what happened. Bad input from the service (unknown
+ * type, unparsable args) becomes a non-zero exit code with an error text, and
+ * every step is cut off by its timeout so one hung command cannot stall a host.
+ */
+import type { Executor, Step, StepResult } from './types';
+
+export interface StepContext {
+  executor: Executor;
+  reportProgress(stage: string, info?: string): Promise<void>;
+  uploadLogs(tarGz: Buffer, meta: Record<string, unknown>): Promise<void>;
+}
+
+/** Timeouts per step type (AS: disk speed 8 min, image availability 16 min). */
+export const STEP_TIMEOUT_MS: Record<string, number> = {
+  inventory: 60_000,
+  'connectivity-check': 120_000,
+  'free-network-addresses': 180_000,
+  'ntp-synchronizer': 60_000,
+  'domain-resolution': 60_000,
+  'installation-disk-speed-check': 480_000,
+  install: 3 * 3600_000,
+  'logs-gather': 600_000,
+  'stop-installation': 120_000,
+};
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+export class StepInputError extends Error {}
+
+function jsonArg<T>(step: Step, index = 0): T {
+  const raw = step.args?.[index];
+  if (raw === undefined) throw new StepInputError(`${step.step_type} needs an argument`);
+  try {
+    return JSON.parse(raw) as T;
+  } catch {
+    throw new StepInputError(`argument ${index} of ${step.step_type} is not JSON`);
+  }
+}
+
+type Handler = (step: Step, ctx: StepContext, signal: AbortSignal) => Promise<unknown>;
+
+const HANDLERS: Record<string, Handler> = {
+  inventory: (_s, ctx) => ctx.executor.inventory(),
+  'connectivity-check': (s, ctx, sig) => ctx.executor.connectivityCheck(jsonArg(s), sig),
+  'free-network-addresses': (s, ctx, sig) => ctx.executor.freeNetworkAddresses(jsonArg<string[]>(s), sig),
+  'ntp-synchronizer': (s, ctx, sig) => ctx.executor.ntpSynchronizer(jsonArg(s), sig),
+  'domain-resolution': (s, ctx, sig) => ctx.executor.domainResolution(jsonArg(s), sig),
+  'installation-disk-speed-check': (s, ctx, sig) => ctx.executor.diskSpeedCheck(jsonArg(s), sig),
+  install: async (s, ctx, sig) => {
+    await ctx.executor.install(jsonArg(s), (stage, info) => ctx.reportProgress(stage, info), sig);
+    return undefined;
+  },
+  'logs-gather': async (s, ctx, sig) => {
+    const args = jsonArg<Record<string, unknown>>(s);
+    await ctx.executor.logsGather(args, (tgz) => ctx.uploadLogs(tgz, args), sig);
+    return undefined;
+  },
+  'stop-installation': async (_s, ctx, sig) => {
+    await ctx.executor.stopInstallation(sig);
+    return undefined;
+  },
+};
+
+export const SUPPORTED_STEPS = Object.keys(HANDLERS);
+
+export async function runStep(step: Step, ctx: StepContext, outerSignal?: AbortSignal): Promise<StepResult> {
+  const handler = HANDLERS[step.step_type];
+  if (!handler) return { exit_code: 2, output: '', error: `unsupported step type "${step.step_type}" (this agent runs ${SUPPORTED_STEPS.join(', ')})` };
+  const timeoutMs = Number(step.args?.[1]) > 0 && step.step_type === 'installation-disk-speed-check' ? Number(step.args![1]) * 1000 : (STEP_TIMEOUT_MS[step.step_type] ?? DEFAULT_TIMEOUT_MS);
+  const controller = new AbortController();
+  const onOuter = () => controller.abort(outerSignal?.reason);
+  outerSignal?.addEventListener('abort', onOuter, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error('timeout'));
+      reject(new Error(`step ${step.step_type} timed out after ${Math.round(timeoutMs / 1000)} s`));
+    }, timeoutMs);
+  });
+  try {
+    const out = await Promise.race([handler(step, ctx, controller.signal), timedOut]);
+    return { exit_code: 0, output: out === undefined ? '' : JSON.stringify(out), error: '' };
+  } catch (err) {
+    const message = (err as Error)?.message ?? String(err);
+    return { exit_code: err instanceof StepInputError ? 2 : /timed out/.test(message) ? 124 : 1, output: '', error: message.slice(0, 2000) };
+  } finally {
+    clearTimeout(timer);
+    outerSignal?.removeEventListener('abort', onOuter);
+  }
+}
