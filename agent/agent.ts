@@ -105,7 +105,7 @@ export class HostAgent {
     const seconds = Math.round((this.now() - pending.since) / 1000);
     const d = pending.diagnosis;
     try {
-      await this.client.request(
+      const r = await this.client.request(
         'POST',
         '/events',
         {
@@ -114,11 +114,13 @@ export class HostAgent {
           host_id: this.hostId,
           severity: 'warning',
           category: 'user',
+          event_time: new Date(this.now()).toISOString(),
           message: `Host ${this.hostId}: could not reach the service for ${seconds} s (${pending.attempts} attempts): ${d.what}. Fix: ${d.fix}`,
           props: JSON.stringify({ code: d.code, detail: d.detail, attempts: pending.attempts, seconds }),
         },
         signal,
       );
+      if (r.status !== 201) this.log.warn('the service refused the registration diagnosis', { status: r.status, body: r.text.slice(0, 300) });
     } catch {
       /* best effort: the local status file still has it */
     }

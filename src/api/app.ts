@@ -14,6 +14,7 @@ import { assistedRoutes } from './assisted/routes';
 import { authenticate } from './assisted/auth';
 import { BASE_PATH } from './assisted/presenters';
 import { loadOpenApiDocument } from './openapi/spec';
+import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
 
 export interface ApiDeps {
   logger: Logger;
@@ -79,6 +80,7 @@ export function createApp(deps: ApiDeps): Express {
     }
     next();
   });
+  cacheValidatorRouteMatchers();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: loadOpenApiDocument() as never,

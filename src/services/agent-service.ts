@@ -1,8 +1,9 @@
 /**
  * What agents (and the installer on a host) call: register, poll for steps,
  * reply, report install progress. The poll path is the hot path of the whole
- * service (every host every minute), so it does one UPDATE and one small
- * query and never loads the cluster.
+ * service (every host every minute): besides the infra-env lookup (the
+ * access check) it does one UPDATE, which also says whether the step queue
+ * needs a look, and never loads the host row or the cluster.
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal';
@@ -63,13 +64,13 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
   await loadInfraEnv(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
-  const touched = await ctx.repos.hosts.touchCheckIn(key, agentTimestamp, agentVersion);
-  if (!touched) throw notFound(`host ${hostId}`);
-  const host = (await ctx.repos.hosts.get(key))!;
+  const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
+  if (!host) throw notFound(`host ${hostId}`);
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');
   const instructions = plan.steps.map((type) => ({ step_type: type, step_id: stepId(type, rand), args: type === 'inventory' ? [hostId] : [] }));
-  const queued = await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS);
+  // Most polls find the queue empty; checkIn said so without another round trip.
+  const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];
   for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
   return { next_instruction_seconds: plan.nextInstructionSeconds, post_step_action: 'continue' as const, instructions };
 }
