@@ -69,6 +69,7 @@ export const ENV_SCHEMA = z.object({
   RELEASES_FILE: optionalString,
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
+  DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
 });
@@ -105,6 +106,8 @@ export interface Config {
   /** Check every response against the OpenAPI document (tests; costs CPU in production). */
   validateResponses: boolean;
   bodyLimitBytes: number;
+  /** Simulated hosts `landfall dev` starts for the demo (0: none). */
+  demoFleetHosts: number;
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
 }
@@ -175,6 +178,7 @@ export function parseConfig(
     releasesFile: e.RELEASES_FILE,
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
+    demoFleetHosts: e.DEMO_FLEET_HOSTS,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
@@ -215,6 +219,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     RELEASES_FILE: c.releasesFile,
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
+    DEMO_FLEET_HOSTS: String(c.demoFleetHosts),
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
   };

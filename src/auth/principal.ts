@@ -35,6 +35,25 @@ export function canSeeCluster(p: Principal, cluster: OwnedResource & { id: strin
   }
 }
 
+/**
+ * canSeeInfraEnv when only the infra-env's id is known: true or false when the
+ * principal alone decides (an administrator; a token scoped to one infra-env),
+ * undefined when the answer depends on the row (its owner or its cluster).
+ * Lets the agent poll skip reading the infra-env.
+ */
+export function canSeeInfraEnvById(p: Principal, infraEnvId: string): boolean | undefined {
+  switch (p.kind) {
+    case 'admin':
+      return true;
+    case 'user':
+      return undefined;
+    case 'agent':
+      return p.infraEnvId ? p.infraEnvId === infraEnvId : p.clusterId !== undefined ? undefined : false;
+    case 'image':
+      return p.infraEnvId === infraEnvId;
+  }
+}
+
 export function canSeeInfraEnv(p: Principal, infraEnv: OwnedResource & { id: string; cluster_id: string | null }): boolean {
   switch (p.kind) {
     case 'admin':

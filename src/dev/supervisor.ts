@@ -60,12 +60,14 @@ export async function runDev(cfgIn: Config): Promise<void> {
   let temporal: TemporalDevServer | undefined;
   let pg: EmbeddedPg | undefined;
   const children: ChildProcess[] = [];
+  const fleetAbort = new AbortController();
   let stopping = false;
 
   const shutdown = async (code: number): Promise<never> => {
     if (stopping) return new Promise<never>(() => undefined);
     stopping = true;
     logger.info('stopping landfall');
+    fleetAbort.abort();
     // Reverse order of start: the api and worker first, so they do not log a burst of connection errors.
     await Promise.all(children.map((c) => stopProcess(c, cfg.shutdownTimeoutMs)));
     await temporal?.stop(cfg.shutdownTimeoutMs);
@@ -133,6 +135,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
     }
     const apiUrl = `http://localhost:${cfg.api.port}`;
     await waitReady(apiUrl, 60000, children);
+    const demo = cfg.demoFleetHosts > 0 ? await startDemoFleet(cfg, apiUrl, fleetAbort.signal, logger) : undefined;
 
     process.stdout.write(
       [
@@ -144,6 +147,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
         `  PostgreSQL    ${redactUrl(cfg.database.url!)}${pg ? ' (embedded)' : ''}`,
         `  Storage       ${cfg.storage.backend === 'local' ? `local:${cfg.storage.dir}` : `s3:${cfg.storage.endpoint}/${cfg.storage.bucket}`}`,
         `  State         ${cfg.stateDir}`,
+        ...(demo ? [`  Demo fleet    ${cfg.demoFleetHosts} simulated hosts in cluster "demo" (infra-env ${demo.infraEnvId})`] : []),
         'Press Ctrl-C to stop.',
         '',
       ].join('\n'),
@@ -151,5 +155,55 @@ export async function runDev(cfgIn: Config): Promise<void> {
   } catch (err) {
     logger.error({ err: (err as Error).message }, 'start-up failed');
     await shutdown(1);
+  }
+}
+
+/**
+ * The demo: a cluster named "demo" (created once, found again on the next
+ * start) and a simulated fleet booted into its infra-env, so the UI and the
+ * API show hosts arriving. The fleet runs in this process until Ctrl-C.
+ */
+async function startDemoFleet(cfg: Config, apiUrl: string, signal: AbortSignal, logger: Logger): Promise<{ infraEnvId: string } | undefined> {
+  const base = `${apiUrl}/api/assisted-install/v2`;
+  let headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (cfg.auth.type === 'local') {
+    const { TokenSigner } = await import('../auth/jwt');
+    headers = { ...headers, Authorization: `Bearer ${new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'user', sub: 'demo' })}` };
+  }
+  const json = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${base}${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    if (!r.ok) throw new Error(`${method} ${path}: HTTP ${r.status} ${await r.text()}`);
+    return r.json() as Promise<Record<string, unknown> & Array<Record<string, unknown>>>;
+  };
+  try {
+    const pullSecret = JSON.stringify({ auths: { 'registry.demo.invalid': { auth: 'ZGVtbzpkZW1v' } } });
+    const clusters = (await json('GET', '/clusters')) as Array<Record<string, unknown>>;
+    const cluster = clusters.find((c) => c.name === 'demo') ?? (await json('POST', '/clusters', { name: 'demo', openshift_version: '1.31', pull_secret: pullSecret, base_dns_domain: 'demo.landfall.test' }));
+    const envs = (await json('GET', `/infra-envs?cluster_id=${cluster.id}`)) as Array<Record<string, unknown>>;
+    const ie = envs[0] ?? (await json('POST', '/infra-envs', { name: 'demo', pull_secret: pullSecret, cluster_id: cluster.id }));
+    let token = '';
+    if (cfg.auth.type === 'local') {
+      const { TokenSigner } = await import('../auth/jwt');
+      token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'agent', infra_env_id: String(ie.id) });
+    }
+    const { runFleet } = await import('../../agent/fleet');
+    const workers = Math.max(0, cfg.demoFleetHosts - 3);
+    void runFleet(
+      {
+        serviceUrl: apiUrl,
+        infraEnvId: String(ie.id),
+        agentToken: token,
+        count: cfg.demoFleetHosts,
+        mix: workers ? `control-plane:${cfg.demoFleetHosts - workers},worker:${workers}` : 'control-plane',
+        durationSeconds: 24 * 3600,
+        pollIntervalSeconds: 10,
+        onProgress: (line) => logger.debug({ component: 'demo-fleet' }, line),
+      },
+      signal,
+    ).catch((err: Error) => logger.warn({ err: err.message }, 'demo fleet stopped'));
+    return { infraEnvId: String(ie.id) };
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'demo fleet not started');
+    return undefined;
   }
 }

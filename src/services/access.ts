@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal';
-import { canSeeCluster, canSeeInfraEnv } from '../auth/principal';
+import { canSeeCluster, canSeeInfraEnv, canSeeInfraEnvById } from '../auth/principal';
 import { notFound } from '../errors';
 import type { ClusterRow, HostRow, InfraEnvRow } from '../db/rows';
 import type { ServiceContext } from './context';
@@ -18,6 +18,16 @@ export async function loadInfraEnv(ctx: ServiceContext, p: Principal, id: string
   const ie = await ctx.repos.infraEnvs.get(id);
   if (!ie || !canSeeInfraEnv(p, ie)) throw notFound(`infra-env ${id}`);
   return ie;
+}
+
+/**
+ * The access check of loadInfraEnv without reading the row when the principal
+ * alone decides it (an administrator, or the agent token of this infra-env).
+ * The caller must then tell a missing infra-env from a missing child itself:
+ * when its own query finds nothing, calling loadInfraEnv reports the former.
+ */
+export async function checkInfraEnvAccess(ctx: ServiceContext, p: Principal, id: string): Promise<void> {
+  if (canSeeInfraEnvById(p, id) !== true) await loadInfraEnv(ctx, p, id);
 }
 
 export async function loadHost(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ infraEnv: InfraEnvRow; host: HostRow }> {

@@ -1,9 +1,10 @@
 /**
  * What agents (and the installer on a host) call: register, poll for steps,
  * reply, report install progress. The poll path is the hot path of the whole
- * service (every host every minute): besides the infra-env lookup (the
- * access check) it does one UPDATE, which also says whether the step queue
- * needs a look, and never loads the host row or the cluster.
+ * service (every host every minute): one UPDATE, which also says whether the
+ * step queue needs a look. It reads the infra-env only when the caller's
+ * access depends on it (user tokens, cluster-scoped agent tokens), and never
+ * loads the host row or the cluster.
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal';
@@ -13,7 +14,7 @@ import { checkStageTransition, stageRole } from '../domain/install-stages';
 import { hostnameFromInventory } from '../api/assisted/presenters';
 import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
-import { loadHost, loadInfraEnv } from './access';
+import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 
 const REREGISTER_TO_DISCOVERING = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input', 'resetting-pending-user-action', 'cancelled', 'error'];
@@ -62,10 +63,14 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
 }
 
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
-  await loadInfraEnv(ctx, p, infraEnvId);
+  await checkInfraEnvAccess(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
   const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
-  if (!host) throw notFound(`host ${hostId}`);
+  if (!host) {
+    // A missing infra-env is reported as such (hosts go with their infra-env).
+    await loadInfraEnv(ctx, p, infraEnvId);
+    throw notFound(`host ${hostId}`);
+  }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');
   const instructions = plan.steps.map((type) => ({ step_type: type, step_id: stepId(type, rand), args: type === 'inventory' ? [hostId] : [] }));

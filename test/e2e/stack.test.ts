@@ -114,6 +114,15 @@ describe('landfall dev with the local storage backend', () => {
     // The Temporal UI is served.
     expect(await (await fetch(`http://127.0.0.1:${stack.ports.ui}/`)).text()).toMatch(/<html/i);
 
+    // The demo fleet: a "demo" cluster whose simulated hosts register and report inventory.
+    expect(banner).toContain('Demo fleet    5 simulated hosts');
+    const demoHosts = await eventually(async () => {
+      const clusters = (await (await fetch(`${stack!.apiUrl}/api/assisted-install/v2/clusters?with_hosts=true`)).json()) as Array<{ name: string; hosts: Array<{ inventory?: string }> }>;
+      const demo = clusters.find((c) => c.name === 'demo');
+      return demo && demo.hosts.length === 5 && demo.hosts.every((h) => h.inventory) ? demo.hosts : undefined;
+    }, 30000, 'five demo hosts with inventory');
+    expect(demoHosts).toHaveLength(5);
+
     const created = await runSelfCheck(stack, 'hello from the local test');
     const row = await queryRow(stack, created.id);
     expect(row).toMatchObject({ status: 'completed', object_key: `self-checks/${created.id}.json`, message: 'hello from the local test' });
@@ -165,7 +174,7 @@ describe('landfall dev with the S3 backend on a real MinIO', () => {
   });
 
   it('writes the self-check object into the bucket', async () => {
-    const s3 = { STORAGE_BACKEND: 's3', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'landfall-e2e' };
+    const s3 = { DEMO_FLEET_HOSTS: '0', STORAGE_BACKEND: 's3', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'landfall-e2e' };
     stack = await startStack(tempDir('stack-s3'), s3);
     const created = await runSelfCheck(stack, 'hello from the s3 test');
     const row = await queryRow(stack, created.id);
