@@ -36,6 +36,8 @@ export interface FleetReport {
   registered: number;
   polls: number;
   replies: number;
+  /** Replies held back because the service already has an identical result. */
+  skipped: number;
   failures: number;
   netns?: { used: boolean; reason?: string };
 }
@@ -71,7 +73,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   const profiles = new Map(Array.from(new Set(names), (n) => [n, loadProfile(n)]));
   const seed = o.seed ?? `${o.infraEnvId}`;
   const network = new SimulatedNetwork();
-  const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, failures: 0 };
+  const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 };
 
   let topology: NetnsTopology | undefined;
   if (o.netns) {
@@ -126,7 +128,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
 
 function totals(agents: HostAgent[]) {
   return agents.reduce(
-    (acc, a) => ({ registered: acc.registered + (a.stats.registrations > 0 ? 1 : 0), polls: acc.polls + a.stats.polls, replies: acc.replies + a.stats.replies, failures: acc.failures + a.stats.failures }),
-    { registered: 0, polls: 0, replies: 0, failures: 0 },
+    (acc, a) => ({ registered: acc.registered + (a.stats.registrations > 0 ? 1 : 0), polls: acc.polls + a.stats.polls, replies: acc.replies + a.stats.replies, skipped: acc.skipped + a.stats.repliesSkipped, failures: acc.failures + a.stats.failures }),
+    { registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 },
   );
 }

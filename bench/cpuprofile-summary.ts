@@ -27,8 +27,13 @@ export interface ProfileSummary {
   totalMs: number;
   idleMs: number;
   functions: Array<{ name: string; where: string; selfMs: number }>;
+  /** Time with the function anywhere on the (synchronous) stack. */
+  inclusive: Array<{ name: string; where: string; totalMs: number }>;
   areas: Array<{ area: string; selfMs: number }>;
 }
+
+/** Frames that sit under nearly everything and say nothing about where the time goes. */
+const PLUMBING = new Set(['(root)', 'processTicksAndRejections', 'runMicrotasks', 'listOnTimeout', 'processTimers', 'emit', 'next', 'handle', '(anonymous)']);
 
 /** Which part of the program a script URL belongs to. */
 function areaOf(url: string, functionName: string): string {
@@ -74,6 +79,24 @@ export function summarizeCpuProfile(profile: CpuProfile, window?: { fromUs: numb
     const id = profile.samples[i]!;
     selfUs.set(id, (selfUs.get(id) ?? 0) + next);
   }
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const incl = new Map<string, { name: string; where: string; us: number }>();
+  for (const [id, us] of selfUs) {
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const { functionName, url, lineNumber } = byId.get(cur)!.callFrame;
+      const name = functionName || '(anonymous)';
+      if (PLUMBING.has(name) || !url) continue;
+      const where = shortWhere(url, lineNumber);
+      const key = `${name}\u0000${where}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const f = incl.get(key) ?? { name, where, us: 0 };
+      f.us += us;
+      incl.set(key, f);
+    }
+  }
   const fns = new Map<string, { name: string; where: string; us: number }>();
   const areas = new Map<string, number>();
   let totalUs = 0;
@@ -101,6 +124,10 @@ export function summarizeCpuProfile(profile: CpuProfile, window?: { fromUs: numb
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
       .map((f) => ({ name: f.name, where: f.where, selfMs: f.us / 1000 })),
+    inclusive: [...incl.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((f) => ({ name: f.name, where: f.where, totalMs: f.us / 1000 })),
     areas: [...areas.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([area, us]) => ({ area, selfMs: us / 1000 })),
@@ -116,6 +143,8 @@ export function formatSummary(s: ProfileSummary, topAreas = 15): string {
     ...s.areas.slice(0, topAreas).map((a) => `  ${pct(a.selfMs)}  ${a.area}`),
     'top functions by self time:',
     ...s.functions.map((f) => `  ${pct(f.selfMs)}  ${f.name}  ${f.where}`),
+    'top functions by inclusive time (synchronous stacks only; an await ends a stack):',
+    ...s.inclusive.map((f) => `  ${pct(f.totalMs)}  ${f.name}  ${f.where}`),
   ];
   return lines.join('\n');
 }

@@ -36,6 +36,10 @@ export const EVENT_CATALOGUE = {
   host_status_updated: { severity: 'info', category: 'user', template: 'Host {host_name}: updated status from {src_status} to {new_status} ({info})', description: 'A host moved to another status.' },
   host_install_progress_updated: { severity: 'info', category: 'user', template: 'Host {host_name}: reached installation stage {stage}{progress_info}', description: 'A host reported install progress.' },
   host_logs_uploaded: { severity: 'info', category: 'user', template: 'Host {host_name}: uploaded logs', description: 'A host uploaded its logs.' },
+  host_validation_failed: { severity: 'warning', category: 'user', template: "Host {host_name}: validation '{validation_id}' that used to succeed is now failing: {message}", description: 'A host validation started failing; the host shows the remediation.' },
+  host_validation_fixed: { severity: 'info', category: 'user', template: "Host {host_name}: validation '{validation_id}' is now fixed", description: 'A failing host validation passes again.' },
+  cluster_validation_failed: { severity: 'warning', category: 'user', template: "Cluster validation '{validation_id}' that used to succeed is now failing: {message}", description: 'A cluster validation started failing.' },
+  cluster_validation_fixed: { severity: 'info', category: 'user', template: "Cluster validation '{validation_id}' is now fixed", description: 'A failing cluster validation passes again.' },
   host_step_failed: { severity: 'warning', category: 'user', template: 'Host {host_name}: step {step_type} failed with exit code {exit_code}: {error}', description: 'An agent step exited non-zero.' },
 } as const satisfies Record<string, EventSpec>;
 

@@ -9,15 +9,17 @@ export interface StepPlan {
 }
 
 const SLOW = 120;
+/** What a discovered host keeps checking until install; each step is sent only when its arguments exist. */
+const DISCOVERY_CHECKS = ['inventory', 'connectivity-check', 'free-network-addresses', 'ntp-synchronizer', 'domain-resolution'] as const;
 const NORMAL = 60;
 
 export const STEPS_BY_HOST_STATUS: Record<string, StepPlan> = {
   discovering: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
   disconnected: { nextInstructionSeconds: SLOW, steps: ['inventory'] },
-  insufficient: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
-  'pending-for-input': { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
-  known: { nextInstructionSeconds: NORMAL, steps: ['inventory'] },
-  'preparing-for-installation': { nextInstructionSeconds: NORMAL, steps: [] },
+  insufficient: { nextInstructionSeconds: NORMAL, steps: DISCOVERY_CHECKS },
+  'pending-for-input': { nextInstructionSeconds: NORMAL, steps: DISCOVERY_CHECKS },
+  known: { nextInstructionSeconds: NORMAL, steps: DISCOVERY_CHECKS },
+  'preparing-for-installation': { nextInstructionSeconds: NORMAL, steps: ['installation-disk-speed-check'] },
   'preparing-successful': { nextInstructionSeconds: NORMAL, steps: [] },
   installing: { nextInstructionSeconds: NORMAL, steps: [] },
   'installing-in-progress': { nextInstructionSeconds: NORMAL, steps: [] },

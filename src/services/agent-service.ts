@@ -16,8 +16,10 @@ import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
+import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
+import { refreshForHost } from './refresh-service';
+import { stepArgs } from './step-args';
 
-const REREGISTER_TO_DISCOVERING = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input', 'resetting-pending-user-action', 'cancelled', 'error'];
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
 
@@ -28,7 +30,8 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
   return ctx.db.transaction(async (trx) => {
     if (infraEnv.cluster_id) {
-      const cluster = await ctx.repos.clusters.get(infraEnv.cluster_id, trx);
+      // Lock order everywhere: cluster, then its hosts.
+      const cluster = await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx);
       if (cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
         throw conflict(`cluster ${cluster.id} does not accept new hosts in status ${cluster.status}`);
       }
@@ -45,35 +48,54 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
           status: 'discovering',
           status_info: 'Waiting for host to send hardware details',
           discovery_agent_version: body.discovery_agent_version ?? null,
+          // Registering is contact: the host is connected from this moment.
+          checked_in_at: ctx.now(),
           doc: { validations_info: '{}', progress: {}, logs_info: '' },
         },
         trx,
       );
       await ctx.repos.events.add({ name: 'host_registration_succeeded', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: host.id }, requestId }, trx);
     } else {
-      // A host that registers again booted the discovery image again.
-      const to = REREGISTER_TO_DISCOVERING.includes(existing.status) ? { status: 'discovering', status_info: 'Waiting for host to send hardware details' } : undefined;
-      host = await ctx.repos.hosts.update(key, { ...(to ?? {}), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
-      if (to && to.status !== existing.status) {
-        await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: to.status, info: 'host registered again' }, requestId }, trx);
+      // A host that registers again booted the discovery image again; the state machine says what that means now.
+      const stage = ((existing.doc as Record<string, unknown>).progress as { current_stage?: string } | undefined)?.current_stage;
+      const t = nextHostStatus(existing.status, { type: 'RegisterHost', currentStage: stage });
+      host = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
+      if (t && t.to !== existing.status) {
+        await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: t.to, info: t.info }, requestId }, trx);
       }
     }
-    return host;
+    await refreshForHost(ctx, trx, key, requestId);
+    return (await ctx.repos.hosts.get(key, trx))!;
   });
 }
 
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
   await checkInfraEnvAccess(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
-  const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
+  let host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
   if (!host) {
     // A missing infra-env is reported as such (hosts go with their infra-env).
     await loadInfraEnv(ctx, p, infraEnvId);
     throw notFound(`host ${hostId}`);
   }
+  if (host.status === 'disconnected') {
+    // It polls again: refresh now rather than wait for the monitor, so it comes back at once.
+    await ctx.db.transaction(async (trx) => {
+      const row = await ctx.repos.hosts.get(key, trx);
+      if (row?.cluster_id) await ctx.repos.clusters.getForUpdate(row.cluster_id, trx);
+      await refreshForHost(ctx, trx, key);
+    });
+    host = { ...host, status: (await ctx.repos.hosts.get(key))!.status };
+  }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');
-  const instructions = plan.steps.map((type) => ({ step_type: type, step_id: stepId(type, rand), args: type === 'inventory' ? [hostId] : [] }));
+  const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
+  // Only steps beyond inventory need the host row (inventory, cluster): a discovering host's poll stays one UPDATE.
+  const row = plan.steps.some((t) => t !== 'inventory') ? await ctx.repos.hosts.get(key) : undefined;
+  for (const type of plan.steps) {
+    const args = type === 'inventory' ? [hostId] : row ? await stepArgs(ctx, type, row) : undefined;
+    if (args) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
+  }
   // Most polls find the queue empty; checkIn said so without another round trip.
   const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];
   for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
@@ -115,8 +137,10 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
   }
   await ctx.db.transaction(async (trx) => {
-    const host = await ctx.repos.hosts.getForUpdate(key, trx);
-    if (!host) throw notFound(`host ${hostId}`);
+    const peek = await ctx.repos.hosts.get(key, trx);
+    if (!peek) throw notFound(`host ${hostId}`);
+    if (peek.cluster_id) await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx);
+    const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
@@ -125,11 +149,13 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     if (!needsJson) return;
     if (reply.step_type === 'inventory') {
       await ctx.repos.hosts.update(key, { inventory: output }, trx);
-      return;
+    } else {
+      const target = REPLY_FIELD[reply.step_type]!;
+      const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
+      await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
     }
-    const target = REPLY_FIELD[reply.step_type]!;
-    const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
-    await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
+    // New facts: validations and statuses follow in the same transaction.
+    await refreshForHost(ctx, trx, key, requestId);
   });
 }
 
@@ -160,13 +186,8 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
         stage_updated_at: now,
       },
     };
-    const status =
-      progress.current_stage === 'Done'
-        ? { status: 'installed', status_info: 'Done' }
-        : progress.current_stage === 'Failed'
-          ? { status: 'error', status_info: `Failed - ${progress.progress_info ?? ''}`.trim() }
-          : { status: 'installing-in-progress', status_info: progress.current_stage };
-    const row = await ctx.repos.hosts.update(key, { ...status, doc }, trx);
+    const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info });
+    const row = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), doc }, trx);
     await ctx.repos.events.add(
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,

@@ -6,6 +6,7 @@ import type { ClusterRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster, ownerFilter } from './access';
 import { normalizeClusterInput } from './cluster-input';
+import { refreshCluster } from './refresh-service';
 
 /** Cluster states in which users may change the cluster and hosts may register (reference §4). */
 export const CLUSTER_EDITABLE = ['insufficient', 'ready', 'pending-for-input', 'adding-hosts'] as const;
@@ -33,7 +34,7 @@ export async function createCluster(ctx: ServiceContext, p: Principal, body: Rec
       trx,
     );
     await ctx.repos.events.add({ name: 'cluster_registration_succeeded', clusterId: id, props: { cluster_name: row.name }, requestId }, trx);
-    return row;
+    return (await refreshCluster(ctx, trx, id, requestId)) ?? row;
   });
 }
 
@@ -71,7 +72,7 @@ export async function updateCluster(ctx: ServiceContext, p: Principal, id: strin
     if (changed.length) {
       await ctx.repos.events.add({ name: 'cluster_updated', clusterId: id, props: { cluster_name: row.name, fields: changed.sort().join(', ') }, requestId }, trx);
     }
-    return row;
+    return (await refreshCluster(ctx, trx, id, requestId)) ?? row;
   });
 }
 
@@ -128,6 +129,12 @@ async function transition(
     await after(row, trx);
     return row;
   });
+}
+
+/** POST …/clusters/{id}/actions/refresh: re-check the cluster and all its hosts now. */
+export async function refreshClusterNow(ctx: ServiceContext, p: Principal, id: string, requestId?: string): Promise<ClusterRow> {
+  await loadCluster(ctx, p, id);
+  return ctx.db.transaction(async (trx) => (await refreshCluster(ctx, trx, id, requestId))!);
 }
 
 export function cancelInstallation(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {

@@ -5,6 +5,7 @@ import { hostnameFromInventory } from '../api/assisted/presenters';
 import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster, loadHost, loadInfraEnv } from './access';
+import { refreshCluster, refreshForHost } from './refresh-service';
 
 /** Host states in which a user may edit role, hostname and disks (reference §1a). */
 export const HOST_EDITABLE = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input'];
@@ -39,8 +40,10 @@ function diskIds(inventory: string | null): string[] {
 }
 
 export async function updateHost(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, body: Record<string, unknown>, requestId?: string): Promise<HostRow> {
-  await loadHost(ctx, p, infraEnvId, hostId);
+  const { host: peek } = await loadHost(ctx, p, infraEnvId, hostId);
   return ctx.db.transaction(async (trx) => {
+    // Lock order everywhere: cluster, then its hosts.
+    if (peek.cluster_id) await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx);
     const host = (await ctx.repos.hosts.getForUpdate({ infraEnvId, hostId }, trx))!;
     if (!HOST_EDITABLE.includes(host.status)) throw conflict(`host ${hostId} cannot be updated in status ${host.status}; allowed in ${HOST_EDITABLE.join(', ')}`);
     const patch: Partial<HostRow> = {};
@@ -82,7 +85,19 @@ export async function updateHost(ctx: ServiceContext, p: Principal, infraEnvId: 
       { name: 'host_updated', hostId, infraEnvId, clusterId: row.cluster_id, props: { host_name: row.requested_hostname ?? hostnameFromInventory(row.inventory) ?? hostId, fields: fields.join(', ') || 'nothing' }, requestId },
       trx,
     );
-    return row;
+    // Role and hostname feed validations of this host and its peers.
+    await refreshForHost(ctx, trx, { infraEnvId, hostId }, requestId);
+    return (await ctx.repos.hosts.get({ infraEnvId, hostId }, trx)) ?? row;
+  });
+}
+
+/** POST …/hosts/{id}/actions/refresh: re-check now. */
+export async function refreshHostNow(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, requestId?: string): Promise<HostRow> {
+  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
+  return ctx.db.transaction(async (trx) => {
+    if (host.cluster_id) await ctx.repos.clusters.getForUpdate(host.cluster_id, trx);
+    await refreshForHost(ctx, trx, { infraEnvId, hostId }, requestId);
+    return (await ctx.repos.hosts.get({ infraEnvId, hostId }, trx))!;
   });
 }
 
@@ -92,8 +107,11 @@ export async function deleteHost(ctx: ServiceContext, p: Principal, infraEnvId: 
     throw conflict(`host ${hostId} is ${host.status}; cancel the installation before deleting it`);
   }
   await ctx.db.transaction(async (trx) => {
+    if (host.cluster_id) await ctx.repos.clusters.getForUpdate(host.cluster_id, trx);
     const n = await ctx.repos.hosts.delete({ infraEnvId, hostId }, trx);
     if (!n) throw notFound(`host ${hostId}`);
+    // The remaining hosts lose a peer (hostname clash, majority group, counts).
+    if (host.cluster_id) await refreshCluster(ctx, trx, host.cluster_id, requestId);
     await ctx.repos.events.add({ name: 'host_deregistered', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: host.requested_hostname ?? hostnameFromInventory(host.inventory) ?? hostId }, requestId }, trx);
   });
 }

@@ -42,7 +42,7 @@ describe('the core assisted-service flow', () => {
       body: { name: 'edge-1', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com', ssh_public_key: SSH_KEY },
     });
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ kind: 'Cluster', name: 'edge-1', status: 'insufficient', pull_secret_set: true, openshift_version: '1.31', image_info: {} });
+    expect(r.body).toMatchObject({ kind: 'Cluster', name: 'edge-1', status: 'pending-for-input', pull_secret_set: true, openshift_version: '1.31', image_info: {} });
     expect(r.body.href).toBe(`/api/assisted-install/v2/clusters/${r.body.id}`);
     expect(r.text).not.toContain('c2VjcmV0LXB1bGwtc2VjcmV0LXZhbHVl');
     expect(r.body.cluster_networks[0]).toMatchObject({ cidr: '10.128.0.0/14', host_prefix: 23 });
@@ -112,7 +112,7 @@ describe('the core assisted-service flow', () => {
   it('refuses install on a cluster that is not ready (409 naming the status)', async () => {
     const r = await call('POST', `${h.base}/clusters/${clusterId}/actions/install`);
     expect(r.status).toBe(409);
-    expect(r.body.reason).toMatch(/not ready.*insufficient/);
+    expect(r.body.reason).toMatch(/not ready.*(insufficient|pending-for-input)/);
     const cancel = await call('POST', `${h.base}/clusters/${clusterId}/actions/cancel`);
     expect(cancel.status).toBe(409);
   });

@@ -28,7 +28,7 @@ describe('fleet simulator against the API', () => {
     expect(report.polls).toBeGreaterThanOrEqual(12);
     expect(report.failures).toBe(0);
     // The inventory is identical on every poll: sent once, then the reply cache holds it back.
-    expect(report.replies).toBeLessThan(report.polls);
+    expect(report.skipped).toBeGreaterThan(0);
 
     const hosts = (await call('GET', `${h.base}/infra-envs/${infraEnvId}/hosts`)).body as Array<{ id: string; inventory?: string; timestamp?: number; requested_hostname?: string }>;
     expect(hosts).toHaveLength(6);
@@ -65,7 +65,7 @@ describe('fleet simulator against the API', () => {
     const toSlow = conn.remote_hosts.find((r: { host_id: string }) => r.host_id === slow.id);
     expect(toIsolated.l3_connectivity[0].successful).toBe(false);
     expect(toSlow.l3_connectivity[0].successful).toBe(true);
-    expect(JSON.parse((await get(good.id)).ntp_sources)).toEqual([{ source_name: 'ntp.example.com', source_state: 'synced' }]);
+    expect(JSON.parse((await get(good.id)).ntp_sources)[0].source_state).toBe('synced');
     const queue = await steps.list({ infraEnvId, hostId: good.id });
     expect(queue.every((s) => s.state === 'replied')).toBe(true);
   });

@@ -84,6 +84,10 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   action('install', (id, p, x) => clusters.installCluster(ctx, p, id, x));
   action('cancel', (id, p, x) => clusters.cancelInstallation(ctx, p, id, x));
   action('reset', (id, p, x) => clusters.resetCluster(ctx, p, id, x));
+  action('refresh', (id, p, x) => clusters.refreshClusterNow(ctx, p, id, x));
+  r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/refresh', async (req, res) => {
+    res.status(202).json(presentHost(await hosts.refreshHostNow(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), rid(req))));
+  });
   r.post('/v2/clusters/:cluster_id/actions/complete-installation', async (req, res) => {
     const row = await files.completeInstallation(ctx, principal(res), param(req, 'cluster_id'), req.body, rid(req));
     res.status(202).json(presentCluster(row, await ctx.repos.hosts.list({ clusterId: row.id })));

@@ -29,10 +29,14 @@ export function cacheValidatorRouteMatchers(): void {
   const original = mod.pathToRegexp;
   const cache = new Map<string, unknown>();
   mod.pathToRegexp = function cachedPathToRegexp(route, options) {
-    if (typeof route !== 'string' || (options && Object.values(options).some((v) => v !== null && (typeof v === 'object' || typeof v === 'function')))) {
-      return original(route, options);
+    if (typeof route !== 'string') return original(route, options);
+    // The validator passes { sensitive, strict }: a key of name=value pairs is cheap; anything not a primitive is not cached.
+    let key = route;
+    for (const name in options) {
+      const v = options[name];
+      if (v !== null && (typeof v === 'object' || typeof v === 'function')) return original(route, options);
+      key += `\u0000${name}=${String(v)}`;
     }
-    const key = `${route}\u0000${options ? JSON.stringify(options) : ''}`;
     let hit = cache.get(key);
     if (hit === undefined) {
       hit = original(route, options);

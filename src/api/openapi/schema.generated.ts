@@ -73,6 +73,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/clusters/{cluster_id}/actions/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-run the validations of the cluster and all its hosts now (Landfall extension). */
+        post: operations["LandfallRefreshCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/clusters/{cluster_id}/actions/cancel": {
         parameters: {
             query?: never;
@@ -522,6 +542,28 @@ export interface paths {
         patch: operations["v2UpdateHost"];
         trace?: never;
     };
+    "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-run the validations of the host (and its cluster) now (Landfall extension). */
+        post: operations["LandfallRefreshHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/instructions": {
         parameters: {
             query?: never;
@@ -933,6 +975,10 @@ export interface components {
         };
         /** @description An OpenShift cluster definition. */
         cluster: {
+            /** @description Landfall extension. JSON object keyed by failing validation id, each with cause, hint, peers and whether it blocks install. */
+            validation_remediation?: string;
+            /** @description Landfall extension. JSON object with the machine network derived from the hosts and API/Ingress VIP suggestions from free addresses. */
+            network_suggestions?: string;
             /** @enum {string} */
             kind: "Cluster" | "AddHostsCluster" | "DisconnectedCluster";
             /**
@@ -1348,6 +1394,8 @@ export interface components {
         };
         /** @description A discovered host. */
         host: {
+            /** @description Landfall extension. JSON object keyed by failing validation id, each with cause, hint, peers and whether it blocks install. */
+            validation_remediation?: string;
             /** @enum {string} */
             kind: "Host" | "AddToExistingClusterHost";
             /** Format: uuid */
@@ -1948,6 +1996,34 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    LandfallRefreshCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster after the refresh. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2995,6 +3071,36 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    LandfallRefreshHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The host after the refresh. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };

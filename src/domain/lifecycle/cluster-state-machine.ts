@@ -1,0 +1,59 @@
+/**
+ * The cluster state machine as a table (reference §4, day-1 pre-install and
+ * user actions; the install workflow adds its own events). Same contract as
+ * the host table: typed events, mutually exclusive guards, descriptions.
+ */
+export const CLUSTER_STATES = {
+  'pending-for-input': 'The user must provide something (networks, VIPs, base domain, pull secret).',
+  insufficient: 'Inputs are there, but a required check fails (hosts not ready, wrong counts, bad VIPs).',
+  ready: 'Every check passes: install can start.',
+  'preparing-for-installation': 'Install requested: generating configs and checking hosts.',
+  installing: 'Hosts are installing.',
+  'installing-pending-user-action': 'A host needs the user (wrong boot order).',
+  finalizing: 'Hosts are installed; waiting for the cluster to settle.',
+  installed: 'The cluster is installed.',
+  error: 'The install failed.',
+  cancelled: 'The install was cancelled.',
+} as const;
+
+export type ClusterStatus = keyof typeof CLUSTER_STATES;
+
+export interface ClusterRefreshSummary {
+  /** Some `input` validation fails (reference §5b pending-for-input group). */
+  inputMissing: boolean;
+  /** Some required validation fails. */
+  requiredFailing: boolean;
+}
+
+export type ClusterEvent = { type: 'Refresh'; summary: ClusterRefreshSummary } | { type: 'InstallRequested' } | { type: 'CancelRequested' } | { type: 'ResetRequested' };
+
+export interface ClusterRule<E extends ClusterEvent['type'] = ClusterEvent['type']> {
+  event: E;
+  from: readonly ClusterStatus[];
+  to: ClusterStatus;
+  guard?: (e: Extract<ClusterEvent, { type: E }>) => boolean;
+  info: string;
+  description: string;
+}
+
+const PRE_INSTALL: readonly ClusterStatus[] = ['pending-for-input', 'insufficient', 'ready'];
+const rule = <E extends ClusterEvent['type']>(r: ClusterRule<E>): ClusterRule => r as unknown as ClusterRule;
+
+export const CLUSTER_CANCELLABLE: readonly ClusterStatus[] = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing', 'error'];
+export const CLUSTER_RESETTABLE: readonly ClusterStatus[] = [...CLUSTER_CANCELLABLE, 'cancelled'];
+
+export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.inputMissing, to: 'pending-for-input', info: 'User input required', description: 'Some input validation fails.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && e.summary.requiredFailing, to: 'insufficient', info: 'Cluster is not ready for install', description: 'Inputs are complete but a required validation fails.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && !e.summary.requiredFailing, to: 'ready', info: 'Cluster ready to be installed', description: 'Every validation passes.' }),
+  rule({ event: 'InstallRequested', from: ['ready'], to: 'preparing-for-installation', info: 'Preparing cluster for installation', description: 'The user started the install (POST actions/install).' }),
+  rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE, to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
+  rule({ event: 'ResetRequested', from: CLUSTER_RESETTABLE, to: 'insufficient', info: 'Reset cluster installation', description: 'The user reset the cluster; hosts must boot the discovery image again.' }),
+];
+
+export function nextClusterStatus(from: string, event: ClusterEvent): { to: ClusterStatus; info: string; rule: ClusterRule } | undefined {
+  const matches = CLUSTER_TRANSITIONS.filter((r) => r.event === event.type && r.from.includes(from as ClusterStatus) && (!r.guard || (r.guard as (e: ClusterEvent) => boolean)(event)));
+  if (matches.length > 1) throw new Error(`ambiguous cluster transitions from ${from} on ${event.type}`);
+  const r = matches[0];
+  return r ? { to: r.to, info: r.info, rule: r } : undefined;
+}

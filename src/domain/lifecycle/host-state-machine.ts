@@ -1,0 +1,95 @@
+/**
+ * The host state machine as a table (reference §3, day-1 scope). Each rule:
+ * the event it answers, the states it applies in, a guard on the event's
+ * facts, the destination and a description that the docs are generated from.
+ * A test proves no two rules can fire in the same situation, so order never
+ * matters.
+ */
+export const HOST_STATES = {
+  discovering: 'Registered; waiting for the inventory.',
+  known: 'Every blocking validation passes: ready to install.',
+  insufficient: 'A blocking validation fails (hardware, network, time).',
+  'pending-for-input': 'Waiting for the user: the cluster has no machine network yet.',
+  disconnected: 'The agent stopped polling.',
+  'preparing-for-installation': 'The cluster is preparing; the host runs pre-install checks.',
+  'preparing-successful': 'Pre-install checks passed.',
+  installing: 'The install step was handed to the host.',
+  'installing-in-progress': 'The host reports install stages.',
+  'installing-pending-user-action': 'The host booted the discovery image again during install; fix the boot order.',
+  installed: 'The host reported Done.',
+  error: 'The install failed on this host.',
+  cancelled: 'The install was cancelled.',
+  'resetting-pending-user-action': 'Reset: reboot the host into the discovery image.',
+} as const;
+
+export type HostStatus = keyof typeof HOST_STATES;
+
+/** What a refresh found, reduced to the questions the state machine asks. */
+export interface HostRefreshSummary {
+  connected: boolean;
+  hasInventory: boolean;
+  /** has-min-cpu-cores, has-min-memory, has-min-valid-disks pass. */
+  hardwareOk: boolean;
+  /** The cluster has a machine network. */
+  machineCidrOk: boolean;
+  /** No other blocking validation fails. */
+  blockingOk: boolean;
+}
+
+export type HostEvent =
+  | { type: 'RegisterHost'; currentStage?: string }
+  | { type: 'Refresh'; summary: HostRefreshSummary }
+  | { type: 'ProgressReported'; stage: string; info?: string }
+  | { type: 'CancelInstallation' }
+  | { type: 'ResetInstallation' };
+
+export interface HostRule<E extends HostEvent['type'] = HostEvent['type']> {
+  event: E;
+  from: readonly HostStatus[];
+  to: HostStatus;
+  guard?: (e: Extract<HostEvent, { type: E }>) => boolean;
+  info: string | ((e: Extract<HostEvent, { type: E }>) => string);
+  description: string;
+}
+
+const PRE_INSTALL: readonly HostStatus[] = ['discovering', 'known', 'insufficient', 'pending-for-input', 'disconnected'];
+const INSTALLING: readonly HostStatus[] = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
+const rule = <E extends HostEvent['type']>(r: HostRule<E>): HostRule => r as unknown as HostRule;
+
+export const HOST_TRANSITIONS: readonly HostRule[] = [
+  // Registration
+  rule({ event: 'RegisterHost', from: [...PRE_INSTALL, 'resetting-pending-user-action', 'cancelled'], to: 'discovering', info: 'Waiting for host to send hardware details', description: 'A host that registers (again) starts discovery over.' }),
+  rule({ event: 'RegisterHost', from: ['preparing-for-installation', 'preparing-successful'], to: 'known', info: 'Host registered again while the cluster was preparing', description: 'A host that rebooted while preparing goes back to known.' }),
+  rule({ event: 'RegisterHost', from: ['installing-in-progress', 'installing-pending-user-action'], guard: (e) => e.currentStage === 'Rebooting', to: 'installing-pending-user-action', info: 'Expected the host to boot from disk, but it booted the installation image - please reboot and fix boot order to boot from disk', description: 'After Rebooting, the host booted the discovery image instead of its disk.' }),
+  rule({ event: 'RegisterHost', from: ['installing', 'installing-in-progress'], guard: (e) => e.currentStage !== 'Rebooting', to: 'error', info: 'The host unexpectedly restarted during the installation', description: 'A host that registers in the middle of installing has restarted: the install failed.' }),
+  // Refresh (pre-install), one rule per outcome; the guards partition the summary space.
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.connected, to: 'disconnected', info: 'Host has stopped communicating with the installation service', description: 'No poll within the disconnect timeout.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && !e.summary.hasInventory, to: 'discovering', info: 'Waiting for host to send hardware details', description: 'Connected, but no inventory yet.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && !e.summary.hardwareOk, to: 'insufficient', info: 'Host does not meet the minimum hardware requirements', description: 'CPU, memory or disks below the minimum for any role.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && e.summary.hardwareOk && !e.summary.machineCidrOk, to: 'pending-for-input', info: 'Waiting for user input: the cluster needs a machine network', description: 'Hardware is fine; the cluster has no machine network yet.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && e.summary.hardwareOk && e.summary.machineCidrOk && !e.summary.blockingOk, to: 'insufficient', info: 'Host cannot be installed due to following failing validation(s)', description: 'A blocking validation fails.' }),
+  rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && e.summary.hardwareOk && e.summary.machineCidrOk && e.summary.blockingOk, to: 'known', info: 'Host is ready to be installed', description: 'Every blocking validation passes.' }),
+  // Install progress
+  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Done', to: 'installed', info: 'Done', description: 'The host reported the Done stage.' }),
+  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Failed', to: 'error', info: (e) => `Failed - ${e.info ?? ''}`.trim(), description: 'The host reported the Failed stage.' }),
+  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage !== 'Done' && e.stage !== 'Failed', to: 'installing-in-progress', info: (e) => e.stage, description: 'The host reported another install stage.' }),
+  // User actions
+  rule({ event: 'CancelInstallation', from: [...INSTALLING, 'installed', 'error'], to: 'cancelled', info: 'Installation cancelled by user', description: 'The user cancelled the install.' }),
+  rule({ event: 'CancelInstallation', from: ['preparing-for-installation', 'preparing-successful'], to: 'known', info: 'Installation cancelled by user before it started', description: 'Cancelled while preparing: back to known.' }),
+  rule({ event: 'ResetInstallation', from: [...INSTALLING, 'installed', 'error', 'cancelled', 'preparing-for-installation', 'preparing-successful'], to: 'resetting-pending-user-action', info: 'Host requires booting into the discovery image to complete resetting the installation', description: 'The user reset the cluster: the host must boot the discovery image again.' }),
+];
+
+export interface HostTransition {
+  to: HostStatus;
+  info: string;
+  rule: HostRule;
+}
+
+/** The one rule that fires for this event in this state, or undefined (the event changes nothing). */
+export function nextHostStatus(from: string, event: HostEvent): HostTransition | undefined {
+  const matches = HOST_TRANSITIONS.filter((r) => r.event === event.type && r.from.includes(from as HostStatus) && (!r.guard || (r.guard as (e: HostEvent) => boolean)(event)));
+  if (matches.length > 1) throw new Error(`ambiguous host transitions from ${from} on ${event.type}`);
+  const r = matches[0];
+  if (!r) return undefined;
+  return { to: r.to, info: typeof r.info === 'function' ? (r.info as (e: HostEvent) => string)(event) : r.info, rule: r };
+}

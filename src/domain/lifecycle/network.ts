@@ -1,0 +1,95 @@
+/**
+ * Network facts derived from what hosts report: the machine network, who can
+ * reach whom (majority groups), free addresses as VIP suggestions, roles for
+ * auto-assign hosts. Pure functions over facts.
+ */
+import { ipInCidr } from '../input-rules';
+import { DEFAULT_REQUIREMENTS } from './requirements';
+import type { ClusterFacts, HostFacts } from './facts';
+
+/** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
+export function networkOf(cidrAddress: string): string {
+  const [ip, prefixText] = cidrAddress.split('/') as [string, string];
+  if (!ip.includes('.')) return cidrAddress;
+  const prefix = Number(prefixText);
+  const n = ip.split('.').reduce((a, o) => (a << 8) + Number(o), 0) >>> 0;
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const net = (n & mask) >>> 0;
+  return `${net >>> 24}.${(net >>> 16) & 255}.${(net >>> 8) & 255}.${net & 255}/${prefix}`;
+}
+
+export function hostNetworks(h: HostFacts): string[] {
+  return [...new Set((h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))];
+}
+
+export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
+  return (h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr));
+}
+
+/** The network most hosts have an address in; ties go to the one listed first. Undefined without inventories. */
+export function deriveMachineNetwork(hosts: HostFacts[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const h of hosts) for (const n of hostNetworks(h)) counts.set(n, (counts.get(n) ?? 0) + 1);
+  let best: string | undefined;
+  for (const [n, c] of counts) if (best === undefined || c > counts.get(best)!) best = n;
+  return best;
+}
+
+/** Whether `from` reported a successful L3 probe to an address of `to` inside `cidr`. */
+export function reaches(from: HostFacts, to: HostFacts, cidr: string): boolean {
+  const targets = new Set(hostAddressesIn(to, cidr));
+  const remote = from.connectivity?.remote_hosts.find((r) => r.host_id === to.id);
+  return Boolean(remote?.l3_connectivity?.some((l) => l.successful && targets.has(l.remote_ip_address)));
+}
+
+/**
+ * The largest set of hosts in `cidr` that all reach each other both ways
+ * (greedy by reach count, fine for the tens to hundreds of hosts of a cluster).
+ */
+export function majorityGroup(hosts: HostFacts[], cidr: string): string[] {
+  const members = hosts.filter((h) => hostAddressesIn(h, cidr).length > 0);
+  const both = (a: HostFacts, b: HostFacts) => reaches(a, b, cidr) && reaches(b, a, cidr);
+  const degree = new Map(members.map((h) => [h.id, members.filter((o) => o !== h && both(h, o)).length]));
+  const ordered = [...members].sort((a, b) => degree.get(b.id)! - degree.get(a.id)! || a.id.localeCompare(b.id));
+  const group: HostFacts[] = [];
+  for (const h of ordered) if (group.every((g) => both(g, h))) group.push(h);
+  return group.map((h) => h.id).sort();
+}
+
+/** Addresses every reporting host saw free in the network, as API/Ingress VIP suggestions. */
+export function vipSuggestions(freeByHost: Array<Array<{ network: string; free_addresses: string[] }>>, cidr: string): string[] {
+  const lists = freeByHost.map((r) => new Set(r.find((n) => n.network === cidr)?.free_addresses ?? [])).filter((s) => s.size > 0);
+  if (!lists.length) return [];
+  return [...lists[0]!].filter((ip) => lists.every((s) => s.has(ip))).slice(0, 2);
+}
+
+/** The ordering weight of reference §8: smallest sufficient hosts become control plane first. */
+export function roleWeight(h: HostFacts): number {
+  const inv = h.inventory;
+  if (!inv) return Number.POSITIVE_INFINITY;
+  const disk = Math.max(0, ...inv.disks.filter((d) => d.installation_eligibility.eligible).map((d) => d.size_bytes)) / 1024 ** 3;
+  return inv.cpu.count - 4 + 0.1 * (inv.memory.physical_bytes / 1024 ** 3 - 16) + 0.004 * (disk - 100);
+}
+
+export function meetsMaster(h: HostFacts): boolean {
+  const inv = h.inventory;
+  const req = DEFAULT_REQUIREMENTS.master;
+  return Boolean(inv && inv.cpu.count >= req.cpuCores && inv.memory.physical_bytes / 1024 ** 2 >= req.ramMib * 0.98 - 100);
+}
+
+/**
+ * Suggested roles for auto-assign hosts: masters while fewer than the
+ * control-plane count (counting hosts the user made masters), the rest workers.
+ */
+export function suggestRoles(cluster: ClusterFacts): Map<string, string> {
+  const out = new Map<string, string>();
+  let masters = cluster.hosts.filter((h) => h.role === 'master').length;
+  const auto = cluster.hosts.filter((h) => h.role === 'auto-assign').sort((a, b) => roleWeight(a) - roleWeight(b) || a.id.localeCompare(b.id));
+  for (const h of auto) {
+    if (masters < cluster.controlPlaneCount && meetsMaster(h)) {
+      out.set(h.id, 'master');
+      masters++;
+    } else out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
+  }
+  return out;
+}

@@ -1,0 +1,52 @@
+/** Rows → facts for the pure lifecycle code. The only place that parses stored agent reports. */
+import type { Inventory } from '../../agent/types';
+import type { ClusterRow, HostRow } from '../db/rows';
+import { parseJson, type ClusterFacts, type ConnectivityReport, type HostFacts } from '../domain/lifecycle/facts';
+
+type Json = Record<string, unknown>;
+
+export function hostFacts(h: HostRow, nowMs: number): HostFacts {
+  const d = h.doc as Json;
+  const inventory = parseJson<Inventory>(h.inventory);
+  const disks = parseJson<{ io_sync_duration?: number }>(d.disks_info as string | undefined);
+  const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
+  return {
+    id: h.id,
+    status: h.status,
+    role: h.role,
+    suggestedRole: h.suggested_role,
+    bootstrap: h.bootstrap,
+    hostname: h.requested_hostname ?? inventory?.hostname,
+    requestedHostname: h.requested_hostname ?? undefined,
+    inventory,
+    connectivity: parseJson<ConnectivityReport>(d.connectivity as string | undefined),
+    ntpSources: parseJson(d.ntp_sources as string | undefined),
+    diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
+    installationDiskId: d.installation_disk_id as string | undefined,
+    sinceCheckInMs: checkedIn === undefined ? undefined : Math.max(0, nowMs - checkedIn),
+    // The agent's clock at its last poll, against the service's clock at the same moment.
+    agentTimestampS: h.agent_timestamp !== null ? Number(h.agent_timestamp) : undefined,
+    serviceTimestampS: checkedIn === undefined ? undefined : Math.floor(checkedIn / 1000),
+  };
+}
+
+export function clusterFacts(c: ClusterRow, hosts: HostFacts[]): ClusterFacts {
+  const d = c.doc as Json;
+  const list = <T>(k: string) => ((d[k] as T[] | undefined) ?? []);
+  return {
+    id: c.id,
+    name: c.name,
+    status: c.status,
+    baseDnsDomain: (d.base_dns_domain as string | undefined) || undefined,
+    pullSecretSet: Boolean(c.pull_secret),
+    controlPlaneCount: (d.control_plane_count as number | undefined) ?? 3,
+    userManagedNetworking: Boolean(d.user_managed_networking),
+    machineNetworks: list<{ cidr: string }>('machine_networks').map((n) => n.cidr),
+    clusterNetworks: list<{ cidr: string; host_prefix: number }>('cluster_networks').map((n) => ({ cidr: n.cidr, hostPrefix: n.host_prefix })),
+    serviceNetworks: list<{ cidr: string }>('service_networks').map((n) => n.cidr),
+    apiVips: list<{ ip: string }>('api_vips').map((v) => v.ip),
+    ingressVips: list<{ ip: string }>('ingress_vips').map((v) => v.ip),
+    networkType: d.network_type as string | undefined,
+    hosts,
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Refresh: facts → validations (pure) → state machine → store status and
+ * validations, with events only for what changed. Always inside the caller's
+ * transaction, with the cluster row locked first and then its hosts, so two
+ * refreshes of one cluster never interleave (one status writer per aggregate).
+ */
+import type { Knex } from 'knex';
+import type { ClusterRow, HostRow } from '../db/rows';
+import { HOST_VALIDATIONS, HOST_VALIDATION_CATEGORY, HARDWARE_MINIMUM } from '../domain/lifecycle/host-validations';
+import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDATIONS } from '../domain/lifecycle/cluster-validations';
+import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
+import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
+import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
+import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { ipInCidr } from '../domain/input-rules';
+import type { ClusterFacts, HostFacts } from '../domain/lifecycle/facts';
+import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
+import { clusterFacts, hostFacts } from './facts-builder';
+import type { ServiceContext } from './context';
+
+type Json = Record<string, unknown>;
+
+const PRE_INSTALL_HOST = ['discovering', 'known', 'insufficient', 'pending-for-input', 'disconnected'];
+const PRE_INSTALL_CLUSTER = ['pending-for-input', 'insufficient', 'ready'];
+
+export function lifecycleSettings(ctx: ServiceContext): LifecycleSettings {
+  return (ctx as ServiceContext & { lifecycle?: LifecycleSettings }).lifecycle ?? DEFAULT_LIFECYCLE_SETTINGS;
+}
+
+function hostSummary(results: ValidationResult[]): HostRefreshSummary {
+  const failed = (id: string) => results.some((r) => r.id === id && r.status !== 'success');
+  const blocking = results.filter((r) => r.blocking && r.status !== 'success' && !['connected', 'has-inventory', 'machine-cidr-defined', ...HARDWARE_MINIMUM].includes(r.id));
+  return {
+    connected: !failed('connected'),
+    hasInventory: !failed('has-inventory'),
+    hardwareOk: !HARDWARE_MINIMUM.some(failed),
+    machineCidrOk: !failed('machine-cidr-defined'),
+    blockingOk: blocking.length === 0,
+  };
+}
+
+function statusesOf(info: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  try {
+    const parsed = JSON.parse(String(info ?? '{}')) as Record<string, Array<{ id: string; status: string }>>;
+    for (const list of Object.values(parsed)) for (const v of list) out.set(v.id, v.status);
+  } catch {
+    /* first refresh */
+  }
+  return out;
+}
+
+/** Validation events: a validation that was passing fails, or one that failed passes. */
+function validationChanges(before: Map<string, string>, after: ValidationResult[]) {
+  const failed: ValidationResult[] = [];
+  const fixed: ValidationResult[] = [];
+  for (const r of after) {
+    const prev = before.get(r.id);
+    if (r.status === 'failure' && prev !== undefined && prev !== 'failure') failed.push(r);
+    if (r.status === 'success' && prev === 'failure') fixed.push(r);
+  }
+  return { failed, fixed };
+}
+
+async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string): Promise<HostRow> {
+  const results = HOST_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { cluster, settings }) }));
+  const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
+  const details = remediation(results);
+  const transition = PRE_INSTALL_HOST.includes(row.status) ? nextHostStatus(row.status, { type: 'Refresh', summary: hostSummary(results) }) : undefined;
+  const doc = row.doc as Json;
+  const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
+  if (!statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
+  const hostName = facts.hostname ?? row.id;
+  const updated = await ctx.repos.hosts.update(
+    { infraEnvId: row.infra_env_id, hostId: row.id },
+    { ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}), suggested_role: facts.suggestedRole, doc: { ...doc, validations_info: info, validation_remediation: details } },
+    trx,
+  );
+  const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
+  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
+  for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
+  for (const r of fixed) await ctx.repos.events.add({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } }, trx);
+  if (statusChanged && transition!.to !== row.status) {
+    await ctx.repos.events.add({ ...base, name: 'host_status_updated', props: { host_name: hostName, src_status: row.status, new_status: transition!.to, info: transition!.info } }, trx);
+  }
+  return updated;
+}
+
+/**
+ * When the user gave VIPs but no machine network, the machine network is the
+ * host network that contains the API VIP (what AS calls the calculated CIDR).
+ */
+function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json | undefined {
+  const patch: Json = {};
+  if (!c.machineNetworks.length && !c.userManagedNetworking && c.apiVips[0]) {
+    const nets = [...new Set(c.hosts.flatMap(hostNetworks))];
+    const net = nets.find((n) => ipInCidr(c.apiVips[0]!, n));
+    if (net) {
+      patch.machine_networks = [{ cluster_id: c.id, cidr: net }];
+      c.machineNetworks = [net];
+    }
+  }
+  const target = c.machineNetworks[0] ?? deriveMachineNetwork(c.hosts);
+  const free = hostRows.map((h) => {
+    try {
+      return JSON.parse(String((h.doc as Json).free_addresses ?? '[]')) as Array<{ network: string; free_addresses: string[] }>;
+    } catch {
+      return [];
+    }
+  });
+  const vips = target ? vipSuggestions(free, target) : [];
+  const suggestions = JSON.stringify({ machine_network: target ?? null, api_vip: vips[0] ?? null, ingress_vip: vips[1] ?? null });
+  if (suggestions !== doc.network_suggestions) patch.network_suggestions = suggestions;
+  return Object.keys(patch).length ? patch : undefined;
+}
+
+export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
+  const settings = lifecycleSettings(ctx);
+  let cluster = await ctx.repos.clusters.getForUpdate(clusterId, trx);
+  if (!cluster) return undefined;
+  const rows = await trx<HostRow>('hosts').where({ cluster_id: clusterId }).orderBy('id').forUpdate();
+  const now = ctx.now().getTime();
+  const hostList = rows.map((r) => hostFacts(r, now));
+  const facts = clusterFacts(cluster, hostList);
+  const derived = deriveNetworks(facts, cluster.doc as Json, rows);
+  if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
+  for (const [id, role] of suggestRoles(facts)) hostList.find((h) => h.id === id)!.suggestedRole = role;
+
+  const updatedRows: HostRow[] = [];
+  for (let i = 0; i < rows.length; i++) updatedRows.push(await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId));
+  // Cluster checks see the host statuses this refresh produced.
+  updatedRows.forEach((r, i) => (hostList[i]!.status = r.status));
+
+  const results = CLUSTER_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { settings, hostResults: new Map() }) }));
+  const info = validationsInfo(results, (id) => CLUSTER_VALIDATION_CATEGORY[id]!);
+  const details = remediation(results);
+  const failing = (ids: (r: ValidationResult) => boolean) => results.some((r) => r.status !== 'success' && r.blocking && ids(r));
+  const summary = { inputMissing: failing((r) => CLUSTER_INPUT_VALIDATIONS.includes(r.id)), requiredFailing: failing((r) => !CLUSTER_INPUT_VALIDATIONS.includes(r.id)) };
+  const transition = PRE_INSTALL_CLUSTER.includes(cluster.status) ? nextClusterStatus(cluster.status, { type: 'Refresh', summary }) : undefined;
+  const doc = cluster.doc as Json;
+  const statusChanged = transition !== undefined && (transition.to !== cluster.status || transition.info !== cluster.status_info);
+  if (!statusChanged && doc.validations_info === info && doc.validation_remediation === details) return cluster;
+  const updated = await ctx.repos.clusters.update(
+    clusterId,
+    { ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}), doc: { ...doc, validations_info: info, validation_remediation: details } },
+    trx,
+  );
+  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
+  for (const r of failed) await ctx.repos.events.add({ name: 'cluster_validation_failed', clusterId, props: { validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message }, requestId }, trx);
+  for (const r of fixed) await ctx.repos.events.add({ name: 'cluster_validation_fixed', clusterId, props: { validation_id: r.id }, requestId }, trx);
+  if (statusChanged && transition!.to !== cluster.status) await ctx.repos.events.add({ name: 'cluster_status_updated', clusterId, props: { new_status: transition!.to }, requestId }, trx);
+  return updated;
+}
+
+/** A host without a cluster is validated alone (no network or role context). */
+export async function refreshUnboundHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, requestId?: string): Promise<HostRow> {
+  const facts = hostFacts(row, ctx.now().getTime());
+  return applyHost(ctx, trx, row, facts, undefined, lifecycleSettings(ctx), requestId);
+}
+
+/** Refreshes whatever a host belongs to: its cluster (all hosts) or the host alone. */
+export async function refreshForHost(ctx: ServiceContext, trx: Knex.Transaction, key: { infraEnvId: string; hostId: string }, requestId?: string): Promise<void> {
+  const row = await ctx.repos.hosts.get(key, trx);
+  if (!row) return;
+  if (row.cluster_id) await refreshCluster(ctx, trx, row.cluster_id, requestId);
+  else await refreshUnboundHost(ctx, trx, (await ctx.repos.hosts.getForUpdate(key, trx))!, requestId);
+}

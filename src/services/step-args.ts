@@ -1,0 +1,85 @@
+/**
+ * Arguments of the steps handed out on a poll (reference §6). The poll is the
+ * hot path, so what every host of a cluster needs (its peers' addresses) is
+ * cached per cluster for a few seconds in this process instead of loaded on
+ * every poll of every host.
+ */
+import type { HostRow } from '../db/rows';
+import { parseJson } from '../domain/lifecycle/facts';
+import { networkOf } from '../domain/lifecycle/network';
+import type { Inventory } from '../../agent/types';
+import type { ServiceContext } from './context';
+
+interface ClusterView {
+  at: number;
+  name: string;
+  baseDomain?: string;
+  ntp: string;
+  machineNetworks: string[];
+  peers: Array<{ host_id: string; nics: Array<{ name: string; mac: string; ip_addresses: string[] }> }>;
+}
+
+const TTL_MS = 5000;
+/** Above this many peers a host probes a rotating sample (AS admits at most 150 connectivity steps a minute past 150 hosts). */
+const MAX_PEERS = 150;
+const cache = new Map<string, ClusterView>();
+
+async function clusterView(ctx: ServiceContext, clusterId: string): Promise<ClusterView | undefined> {
+  const hit = cache.get(clusterId);
+  if (hit && ctx.now().getTime() - hit.at < TTL_MS) return hit;
+  const cluster = await ctx.repos.clusters.get(clusterId);
+  if (!cluster) return undefined;
+  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
+  const d = cluster.doc as Record<string, unknown>;
+  const view: ClusterView = {
+    at: ctx.now().getTime(),
+    name: cluster.name,
+    baseDomain: (d.base_dns_domain as string | undefined) || undefined,
+    ntp: (d.additional_ntp_source as string | undefined) ?? '',
+    machineNetworks: ((d.machine_networks as Array<{ cidr: string }> | undefined) ?? []).map((n) => n.cidr),
+    peers: hosts.map((h) => ({
+      host_id: h.id,
+      nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
+    })),
+  };
+  cache.set(clusterId, view);
+  if (cache.size > 10000) cache.delete(cache.keys().next().value!);
+  return view;
+}
+
+export async function stepArgs(ctx: ServiceContext, type: string, host: HostRow): Promise<string[] | undefined> {
+  if (type === 'inventory') return [host.id];
+  const inventory = parseJson<Inventory>(host.inventory);
+  if (type === 'installation-disk-speed-check') {
+    const disk = ((host.doc as Record<string, unknown>).installation_disk_path as string | undefined) ?? inventory?.disks.find((d) => d.installation_eligibility.eligible)?.path;
+    return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
+  }
+  const view = host.cluster_id ? await clusterView(ctx, host.cluster_id) : undefined;
+  switch (type) {
+    case 'ntp-synchronizer':
+      return [JSON.stringify({ ntp_source: view?.ntp ?? '' })];
+    case 'connectivity-check': {
+      if (!view || !inventory) return undefined;
+      let peers = view.peers.filter((p) => p.host_id !== host.id && p.nics.length);
+      if (!peers.length) return undefined;
+      if (peers.length > MAX_PEERS) {
+        const start = Math.floor(ctx.now().getTime() / 60000) % peers.length;
+        peers = [...peers.slice(start), ...peers.slice(0, start)].slice(0, MAX_PEERS);
+      }
+      return [JSON.stringify(peers)];
+    }
+    case 'free-network-addresses': {
+      const nets = view?.machineNetworks.length ? view.machineNetworks : [...new Set((inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))];
+      // Only small networks are swept (a /24 at most), so a host never probes thousands of addresses.
+      const small = nets.filter((n) => Number(n.split('/')[1]) >= 24 && n.includes('.'));
+      return small.length ? [JSON.stringify(small)] : undefined;
+    }
+    case 'domain-resolution': {
+      if (!view?.baseDomain) return undefined;
+      const d = `${view.name}.${view.baseDomain}`;
+      return [JSON.stringify({ domains: [`api.${d}`, `api-int.${d}`, `console.apps.${d}`, `validateNoWildcardDNS.${d}`, `validateNoWildcardDNS.${d}.`].map((domain_name) => ({ domain_name })) })];
+    }
+    default:
+      return undefined;
+  }
+}
