@@ -3,7 +3,7 @@
  * and a pure check that returns status, message and — on failure — a cause,
  * the peers involved and a hint that says what to do.
  */
-import { cidrsOverlap, hostnameProblem } from '../input-rules';
+import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from './facts';
 import { hostAddressesIn, hostNetworks, majorityGroup, reaches } from './network';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
@@ -182,7 +182,8 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       const group = majorityGroup(c.hosts, cidr);
       if (group.includes(h.id)) return ok('Host has connectivity to the majority of hosts in the cluster');
       const unreachable = reporting.filter((p) => p.id !== h.id && group.includes(p.id) && !(reaches(h, p, cidr) && reaches(p, h, cidr)));
-      const myNic = h.inventory.interfaces.find((i) => i.ipv4_addresses.some((a) => hostAddressesIn({ ...h, inventory: { ...h.inventory!, interfaces: [i] } }, cidr).length))?.name ?? 'its NIC';
+      // The NIC that should carry the machine network: the one with an address in it, else the first with a carrier.
+      const myNic = (h.inventory.interfaces.find((i) => i.ipv4_addresses.some((a) => ipInCidr(a.split('/')[0]!, cidr))) ?? h.inventory.interfaces.find((i) => i.has_carrier))?.name ?? 'its NIC';
       return fail(`No connectivity to the majority of hosts in the cluster: cannot reach ${unreachable.map(name).join(', ') || 'its peers'} in ${cidr}`, {
         cause: 'not-in-majority-group',
         peers: unreachable.map((p) => ({ host_id: p.id, hostname: p.hostname, address: hostAddressesIn(p, cidr)[0] })),
