@@ -1,0 +1,76 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { HOST_STATES, HOST_TRANSITIONS, nextHostStatus, type HostEvent } from '../../src/domain/lifecycle/host-state-machine';
+import { CLUSTER_STATES, CLUSTER_TRANSITIONS, nextClusterStatus, type ClusterEvent } from '../../src/domain/lifecycle/cluster-state-machine';
+import { HOST_STAGES } from '../../src/domain/install-stages';
+import { clusterStateMachineDoc, hostStateMachineDoc } from '../../src/domain/lifecycle/state-machine-docs';
+
+const bools = [true, false];
+const hostSituations: HostEvent[] = [
+  ...[undefined, 'Rebooting', 'Installing', 'Done'].map((currentStage) => ({ type: 'RegisterHost' as const, currentStage })),
+  ...bools.flatMap((connected) => bools.flatMap((hasInventory) => bools.flatMap((hardwareOk) => bools.flatMap((machineCidrOk) => bools.map((blockingOk) => ({ type: 'Refresh' as const, summary: { connected, hasInventory, hardwareOk, machineCidrOk, blockingOk } })))))),
+  ...HOST_STAGES.map((stage) => ({ type: 'ProgressReported' as const, stage })),
+  { type: 'CancelInstallation' },
+  { type: 'ResetInstallation' },
+];
+const clusterSituations: ClusterEvent[] = [
+  ...bools.flatMap((inputMissing) => bools.map((requiredFailing) => ({ type: 'Refresh' as const, summary: { inputMissing, requiredFailing } }))),
+  { type: 'InstallRequested' },
+  { type: 'CancelRequested' },
+  { type: 'ResetRequested' },
+];
+
+const matching = <R extends { event: string; from: readonly string[]; guard?: unknown }>(rules: readonly R[], state: string, e: { type: string }) =>
+  rules.filter((r) => r.event === e.type && r.from.includes(state) && (!r.guard || (r.guard as (x: unknown) => boolean)(e)));
+
+describe('host state machine table', () => {
+  it('never has two rules that fire in the same situation', () => {
+    for (const state of Object.keys(HOST_STATES)) for (const e of hostSituations) expect([state, e, matching(HOST_TRANSITIONS, state, e).length <= 1]).toEqual([state, e, true]);
+  });
+  it('has no rule that can never fire, and only known states', () => {
+    for (const r of HOST_TRANSITIONS) {
+      expect(Object.keys(HOST_STATES)).toEqual(expect.arrayContaining([...r.from, r.to]));
+      expect(r.from.some((s) => hostSituations.some((e) => matching([r], s, e).length === 1))).toBe(true);
+      expect(r.description.length).toBeGreaterThan(10);
+    }
+  });
+  it.each([
+    ['disconnected', { connected: false, hasInventory: true, hardwareOk: true, machineCidrOk: true, blockingOk: true }],
+    ['discovering', { connected: true, hasInventory: false, hardwareOk: false, machineCidrOk: false, blockingOk: false }],
+    ['insufficient', { connected: true, hasInventory: true, hardwareOk: false, machineCidrOk: true, blockingOk: true }],
+    ['pending-for-input', { connected: true, hasInventory: true, hardwareOk: true, machineCidrOk: false, blockingOk: true }],
+    ['insufficient', { connected: true, hasInventory: true, hardwareOk: true, machineCidrOk: true, blockingOk: false }],
+    ['known', { connected: true, hasInventory: true, hardwareOk: true, machineCidrOk: true, blockingOk: true }],
+  ])('refresh leads a discovering host to %s', (to, summary) => {
+    expect(nextHostStatus('discovering', { type: 'Refresh', summary })?.to).toBe(to);
+  });
+  it('sends a host that booted the discovery image after Rebooting to pending-user-action', () => {
+    expect(nextHostStatus('installing-in-progress', { type: 'RegisterHost', currentStage: 'Rebooting' })?.to).toBe('installing-pending-user-action');
+    expect(nextHostStatus('installing-in-progress', { type: 'RegisterHost', currentStage: 'Installing' })?.to).toBe('error');
+    expect(nextHostStatus('installed', { type: 'RegisterHost' })).toBeUndefined();
+  });
+});
+
+describe('cluster state machine table', () => {
+  it('never has two rules that fire in the same situation, and every rule can fire', () => {
+    for (const state of Object.keys(CLUSTER_STATES)) for (const e of clusterSituations) expect(matching(CLUSTER_TRANSITIONS, state, e).length).toBeLessThanOrEqual(1);
+    for (const r of CLUSTER_TRANSITIONS) expect(r.from.some((s) => clusterSituations.some((e) => matching([r], s, e).length === 1))).toBe(true);
+  });
+  it('goes to pending-for-input before insufficient before ready', () => {
+    expect(nextClusterStatus('ready', { type: 'Refresh', summary: { inputMissing: true, requiredFailing: true } })?.to).toBe('pending-for-input');
+    expect(nextClusterStatus('ready', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: true } })?.to).toBe('insufficient');
+    expect(nextClusterStatus('insufficient', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: false } })?.to).toBe('ready');
+    expect(nextClusterStatus('installing', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: false } })).toBeUndefined();
+  });
+});
+
+describe('generated state-machine docs', () => {
+  it.each([
+    ['host-state-machine.md', hostStateMachineDoc],
+    ['cluster-state-machine.md', clusterStateMachineDoc],
+  ])('docs/%s is current', (file, render) => {
+    const target = path.resolve(__dirname, '../../docs', file);
+    if (process.env.UPDATE_DOCS === '1') writeFileSync(target, render());
+    expect(readFileSync(target, 'utf8')).toBe(render());
+  });
+});
