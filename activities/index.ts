@@ -1,10 +1,13 @@
 import { createSelfCheckActivities, type SelfCheckDeps } from './self-check';
+import { createHostMonitorActivities } from './host-monitor';
+import type { ServiceContext } from '../src/services/context';
 
-export type ActivityDeps = SelfCheckDeps;
+export type ActivityDeps = SelfCheckDeps & { services: ServiceContext };
 
 /** All activities the worker registers, built once from injected ports. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSelfCheckActivities(deps),
+    ...createHostMonitorActivities(deps.services),
   };
 }

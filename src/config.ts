@@ -70,6 +70,9 @@ export const ENV_SCHEMA = z.object({
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
   DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
+  HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
+  HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
+  HOST_REQUIREMENTS_FILE: optionalString,
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
 });
@@ -108,6 +111,7 @@ export interface Config {
   bodyLimitBytes: number;
   /** Simulated hosts `landfall dev` starts for the demo (0: none). */
   demoFleetHosts: number;
+  lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
 }
@@ -179,6 +183,7 @@ export function parseConfig(
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
+    lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
@@ -220,6 +225,9 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
     DEMO_FLEET_HOSTS: String(c.demoFleetHosts),
+    HOST_DISCONNECT_TIMEOUT_MS: String(c.lifecycle.disconnectTimeoutMs),
+    HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
+    HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
   };

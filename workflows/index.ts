@@ -1,2 +1,3 @@
 // Every workflow the worker registers; the bundler starts from this file.
 export { selfCheckWorkflow } from './self-check';
+export { hostMonitorWorkflow } from './host-monitor';

@@ -2,10 +2,8 @@ import type { Server } from 'node:http';
 import type { Config } from '../config';
 import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
-import { readFileSync } from 'node:fs';
-import { TokenSigner } from '../auth/jwt';
-import { DEFAULT_RELEASES, parseReleaseCatalogue, type ReleaseCatalogue } from '../domain/releases';
 import { createRepos } from '../services/context';
+import { buildServiceContext } from '../services/build-context';
 import { createObjectStore } from '../storage';
 import { createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
@@ -31,17 +29,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     authType: cfg.auth.type,
     validateResponses: cfg.validateResponses,
     bodyLimitBytes: cfg.bodyLimitBytes,
-    services: {
-      db,
-      repos,
-      store,
-      temporal,
-      signer: createSigner(cfg),
-      releases: loadReleases(cfg.releasesFile),
-      baseUrl: cfg.api.baseUrl,
-      imageUrlTtlSeconds: cfg.auth.imageUrlTtlSeconds,
-      now: () => new Date(),
-    },
+    services: buildServiceContext(cfg, { db, repos, store, temporal }),
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     readinessChecks: [
       { name: 'postgresql', check: () => pingDb(db) },
@@ -68,16 +56,3 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   };
 }
 
-export function createSigner(cfg: Config): TokenSigner | undefined {
-  if (!cfg.auth.privateKeyPem && !cfg.auth.publicKeyPem) return undefined;
-  return new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem, publicKeyPem: cfg.auth.publicKeyPem });
-}
-
-export function loadReleases(file: string | undefined): ReleaseCatalogue {
-  if (!file) return DEFAULT_RELEASES;
-  try {
-    return parseReleaseCatalogue(JSON.parse(readFileSync(file, 'utf8')));
-  } catch (err) {
-    throw new Error(`RELEASES_FILE ${file}: ${(err as Error).message}`);
-  }
-}

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../storage';
 import type { TokenSigner } from '../auth/jwt';
 import type { ReleaseCatalogue } from '../domain/releases';
+import type { LifecycleSettings } from '../domain/lifecycle/requirements';
 import { createClustersRepo } from '../db/clusters-repo';
 import { createInfraEnvsRepo } from '../db/infra-envs-repo';
 import { createHostsRepo } from '../db/hosts-repo';
@@ -35,5 +36,6 @@ export interface ServiceContext {
   releases: ReleaseCatalogue;
   baseUrl: string;
   imageUrlTtlSeconds: number;
+  lifecycle: LifecycleSettings;
   now: () => Date;
 }

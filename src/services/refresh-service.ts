@@ -24,7 +24,7 @@ const PRE_INSTALL_HOST = ['discovering', 'known', 'insufficient', 'pending-for-i
 const PRE_INSTALL_CLUSTER = ['pending-for-input', 'insufficient', 'ready'];
 
 export function lifecycleSettings(ctx: ServiceContext): LifecycleSettings {
-  return (ctx as ServiceContext & { lifecycle?: LifecycleSettings }).lifecycle ?? DEFAULT_LIFECYCLE_SETTINGS;
+  return ctx.lifecycle ?? DEFAULT_LIFECYCLE_SETTINGS;
 }
 
 function hostSummary(results: ValidationResult[]): HostRefreshSummary {

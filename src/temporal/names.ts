@@ -13,7 +13,13 @@ export const TASK_QUEUE = {
 export const workflowIds = {
   installCluster: (clusterId: string, attempt: number): string => `install-cluster-${clusterId}-attempt-${attempt}`,
   selfCheck: (checkId: string): string => `self-check-${checkId}`,
+  hostMonitor: 'host-monitor',
 };
+
+/** Schedules the worker keeps in place (created at start, idempotent). */
+export const SCHEDULE_IDS = {
+  hostMonitor: 'host-monitor',
+} as const;
 
 /**
  * Custom search attributes, registered when the dev server starts and listed in

@@ -7,6 +7,32 @@ import { createObjectStore } from '../storage';
 import { TASK_QUEUE } from '../temporal/names';
 import { createActivities } from '../../activities';
 import { sleep } from '../dev/process-utils';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import { createRepos } from '../services/context';
+import { buildServiceContext } from '../services/build-context';
+import { SCHEDULE_IDS, workflowIds } from '../temporal/names';
+
+/**
+ * The disconnect monitor as a Temporal Schedule: one schedule however many
+ * workers start, visible (and pausable) in the Temporal UI. A second worker
+ * finds it in place and only brings its interval up to date.
+ */
+export async function ensureHostMonitorSchedule(client: Client, intervalMs: number, logger: Logger): Promise<void> {
+  const spec = { intervals: [{ every: intervalMs }] };
+  try {
+    await client.schedule.create({
+      scheduleId: SCHEDULE_IDS.hostMonitor,
+      spec,
+      action: { type: 'startWorkflow', workflowType: 'hostMonitorWorkflow', taskQueue: TASK_QUEUE.install, workflowId: workflowIds.hostMonitor, workflowExecutionTimeout: '5 minutes' },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
+      memo: { purpose: 'Marks hosts disconnected when their agent stops polling' },
+    });
+    logger.info({ scheduleId: SCHEDULE_IDS.hostMonitor, intervalMs }, 'host monitor schedule created');
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning) && (err as Error).name !== 'ScheduleAlreadyRunning') throw err;
+    await client.schedule.getHandle(SCHEDULE_IDS.hostMonitor).update((prev) => ({ ...prev, spec }));
+  }
+}
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -55,16 +81,19 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
   const db = createDb(cfg.database.url, cfg.database.poolMax);
   const store = createObjectStore(cfg.storage);
   const connection = await connectWithRetry(cfg.temporal.address, logger, abort.signal);
+  const client = new Client({ connection: await Connection.connect({ address: cfg.temporal.address }), namespace: cfg.temporal.namespace });
+  const services = buildServiceContext(cfg, { db, repos: createRepos(db), store, temporal: client });
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: TASK_QUEUE.install,
     workflowsPath: require.resolve('../../workflows'),
-    activities: createActivities({ selfChecks: createSelfCheckRepo(db), store }),
+    activities: createActivities({ selfChecks: createSelfCheckRepo(db), store, services }),
   });
+  await ensureHostMonitorSchedule(client, cfg.lifecycle.monitorIntervalMs, logger);
   logger.info({ taskQueue: TASK_QUEUE.install, temporal: cfg.temporal.address, storage: store.description }, 'worker running');
   const done = worker.run().finally(async () => {
-    await Promise.allSettled([connection.close(), db.destroy()]);
+    await Promise.allSettled([connection.close(), client.connection.close(), db.destroy()]);
     logger.info('worker stopped');
   });
   return {

@@ -50,3 +50,18 @@ export const DEFAULT_LIFECYCLE_SETTINGS: LifecycleSettings = {
   clockAheadMaxS: 60 * 60,
   clusterClockSpreadMaxS: 4 * 60,
 };
+
+/** Merges a JSON override ({"master": {"cpuCores": 6}}) over the defaults, refusing unknown roles and fields. */
+export function parseRequirementsOverride(json: unknown): Record<RequirementRole, RoleRequirements> {
+  const out = structuredClone(DEFAULT_REQUIREMENTS);
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('the requirements file must be a JSON object keyed by role');
+  for (const [role, fields] of Object.entries(json as Record<string, Record<string, unknown>>)) {
+    if (!(role in out)) throw new Error(`unknown role "${role}" (known: ${Object.keys(out).join(', ')})`);
+    for (const [k, v] of Object.entries(fields ?? {})) {
+      if (!(k in out[role as RequirementRole])) throw new Error(`unknown requirement "${role}.${k}"`);
+      if (typeof v !== 'number' || !(v >= 0)) throw new Error(`requirement "${role}.${k}" must be a non-negative number`);
+      (out[role as RequirementRole] as unknown as Record<string, number>)[k] = v;
+    }
+  }
+  return out;
+}
