@@ -5,7 +5,7 @@
  */
 import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from './facts';
-import { hostAddressesIn, hostNetworks, majorityGroup, reaches } from './network';
+import { hostAddressesIn, hostNetworks, majorityGroupCached, reaches } from './network';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec } from './validation-types';
 
@@ -179,7 +179,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       const reporting = c.hosts.filter((x) => x.inventory && hostAddressesIn(x, cidr).length > 0);
       if (reporting.length < 3) return pending('Waiting for at least three hosts in the machine network');
       if (!h.connectivity) return pending('Waiting for the connectivity report');
-      const group = majorityGroup(c.hosts, cidr);
+      const group = majorityGroupCached(c.hosts, cidr);
       if (group.includes(h.id)) return ok('Host has connectivity to the majority of hosts in the cluster');
       const unreachable = reporting.filter((p) => p.id !== h.id && group.includes(p.id) && !(reaches(h, p, cidr) && reaches(p, h, cidr)));
       // The NIC that should carry the machine network: the one with an address in it, else the first with a carrier.

@@ -46,6 +46,17 @@ export function reaches(from: HostFacts, to: HostFacts, cidr: string): boolean {
  * The largest set of hosts in `cidr` that all reach each other both ways
  * (greedy by reach count, fine for the tens to hundreds of hosts of a cluster).
  */
+const groupCache = new WeakMap<HostFacts[], Map<string, string[]>>();
+
+/** majorityGroup, computed once per host list and network (every host's validation asks the same question). */
+export function majorityGroupCached(hosts: HostFacts[], cidr: string): string[] {
+  let perCidr = groupCache.get(hosts);
+  if (!perCidr) groupCache.set(hosts, (perCidr = new Map()));
+  let group = perCidr.get(cidr);
+  if (!group) perCidr.set(cidr, (group = majorityGroup(hosts, cidr)));
+  return group;
+}
+
 export function majorityGroup(hosts: HostFacts[], cidr: string): string[] {
   const members = hosts.filter((h) => hostAddressesIn(h, cidr).length > 0);
   const both = (a: HostFacts, b: HostFacts) => reaches(a, b, cidr) && reaches(b, a, cidr);
