@@ -4,6 +4,7 @@ import { HOST_STATES, HOST_TRANSITIONS, nextHostStatus, type HostEvent } from '.
 import { CLUSTER_STATES, CLUSTER_TRANSITIONS, nextClusterStatus, type ClusterEvent } from '../../src/domain/lifecycle/cluster-state-machine';
 import { HOST_STAGES } from '../../src/domain/install-stages';
 import { clusterStateMachineDoc, hostStateMachineDoc } from '../../src/domain/lifecycle/state-machine-docs';
+import { validationsDoc } from '../../src/domain/lifecycle/validations-docs';
 
 const bools = [true, false];
 const hostSituations: HostEvent[] = [
@@ -68,6 +69,7 @@ describe('generated state-machine docs', () => {
   it.each([
     ['host-state-machine.md', hostStateMachineDoc],
     ['cluster-state-machine.md', clusterStateMachineDoc],
+    ['validations.md', validationsDoc],
   ])('docs/%s is current', (file, render) => {
     const target = path.resolve(__dirname, '../../docs', file);
     if (process.env.UPDATE_DOCS === '1') writeFileSync(target, render());
