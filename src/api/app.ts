@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pinoHttp } from 'pino-http';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Client } from '@temporalio/client';
@@ -37,25 +38,38 @@ export function createApp(deps: ApiDeps): Express {
   // Repeated query keys (host_ids=a&host_ids=b) become arrays; nothing deeper.
   app.set('query parser', 'extended');
 
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      // Keep a caller's request id (from a proxy or the CLI) when it is sane, so one id follows a request end to end.
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // Headers and query strings carry tokens (Authorization, X-Secret-Key, api_key); log the route only.
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.split('?')[0] }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || /\/instructions(\?|$)/.test(req.url ?? '') },
-    }),
-  );
+  // Keep a caller's request id (from a proxy or the CLI) when it is sane, so one id follows a request end to end.
+  const genReqId = (req: IncomingMessage, res: ServerResponse): string => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    return id;
+  };
+  // Headers and query strings carry tokens (Authorization, X-Secret-Key, api_key); log the route only.
+  const reqForLog = (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.split('?')[0] });
+  // Probes and the agent poll (every host, every minute) are not logged per request.
+  const unlogged = (url: string | undefined) => url === '/healthz' || url === '/readyz' || /\/instructions(\?|$)/.test(url ?? '');
+  const httpLogger = pinoHttp({
+    logger: deps.logger,
+    genReqId,
+    serializers: {
+      req: reqForLog,
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    autoLogging: { ignore: (req) => unlogged(req.url) },
+  });
+  app.use((req, res, next) => {
+    if (!unlogged(req.url)) return httpLogger(req, res, next);
+    // What pino-http gives a request it does not log (its id, X-Request-Id, a request-bound req.log for the
+    // error handler), without building that child logger on every poll: only if something logs.
+    const id = genReqId(req, res);
+    const bound = { id, method: req.method, url: req.url };
+    let log: Logger | undefined;
+    Object.assign(req, { id });
+    Object.defineProperty(req, 'log', { configurable: true, get: () => (log ??= deps.logger.child({ req: reqForLog(bound) })) });
+    next();
+  });
   // strict: false because some AS operations take a bare JSON string (install-config, ingress-cert).
   app.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
 

@@ -5,9 +5,20 @@ import { parseJson, type ClusterFacts, type ConnectivityReport, type HostFacts }
 
 type Json = Record<string, unknown>;
 
+/** Parsed agent reports by the exact text stored: a refresh re-parses only what changed. */
+const parsed = new Map<string, unknown>();
+function parseCached<T>(text: string | null | undefined): T | undefined {
+  if (!text) return undefined;
+  if (parsed.has(text)) return parsed.get(text) as T | undefined;
+  const v = parseJson<T>(text);
+  if (parsed.size > 2_000) parsed.clear();
+  parsed.set(text, v);
+  return v;
+}
+
 export function hostFacts(h: HostRow, nowMs: number): HostFacts {
   const d = h.doc as Json;
-  const inventory = parseJson<Inventory>(h.inventory);
+  const inventory = parseCached<Inventory>(h.inventory);
   const disks = parseJson<{ io_sync_duration?: number }>(d.disks_info as string | undefined);
   const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
   return {
@@ -19,7 +30,7 @@ export function hostFacts(h: HostRow, nowMs: number): HostFacts {
     hostname: h.requested_hostname ?? inventory?.hostname,
     requestedHostname: h.requested_hostname ?? undefined,
     inventory,
-    connectivity: parseJson<ConnectivityReport>(d.connectivity as string | undefined),
+    connectivity: parseCached<ConnectivityReport>(d.connectivity as string | undefined),
     ntpSources: parseJson(d.ntp_sources as string | undefined),
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,

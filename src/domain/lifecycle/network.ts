@@ -22,8 +22,28 @@ export function hostNetworks(h: HostFacts): string[] {
   return [...new Set((h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))];
 }
 
+const addressCache = new WeakMap<HostFacts, Map<string, string[]>>();
+
+/** The host's addresses inside `cidr`; memoised per facts object, since refresh asks for every pair of hosts. */
 export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
-  return (h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr));
+  let perCidr = addressCache.get(h);
+  if (!perCidr) addressCache.set(h, (perCidr = new Map()));
+  let out = perCidr.get(cidr);
+  if (!out) perCidr.set(cidr, (out = (h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr))));
+  return out;
+}
+
+const reachCache = new WeakMap<HostFacts, Map<string, Set<string>>>();
+
+/** Per reporting host: peer id → the peer addresses it reached at L3. */
+function reachedAddresses(from: HostFacts): Map<string, Set<string>> {
+  let m = reachCache.get(from);
+  if (!m) {
+    m = new Map();
+    for (const r of from.connectivity?.remote_hosts ?? []) m.set(r.host_id, new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address)));
+    reachCache.set(from, m);
+  }
+  return m;
 }
 
 /** The network most hosts have an address in; ties go to the one listed first. Undefined without inventories. */
@@ -37,9 +57,8 @@ export function deriveMachineNetwork(hosts: HostFacts[]): string | undefined {
 
 /** Whether `from` reported a successful L3 probe to an address of `to` inside `cidr`. */
 export function reaches(from: HostFacts, to: HostFacts, cidr: string): boolean {
-  const targets = new Set(hostAddressesIn(to, cidr));
-  const remote = from.connectivity?.remote_hosts.find((r) => r.host_id === to.id);
-  return Boolean(remote?.l3_connectivity?.some((l) => l.successful && targets.has(l.remote_ip_address)));
+  const reached = reachedAddresses(from).get(to.id);
+  return Boolean(reached && hostAddressesIn(to, cidr).some((a) => reached.has(a)));
 }
 
 /**
