@@ -21,7 +21,7 @@ function rootCode(err: unknown): { code?: string; message: string } {
   let e = err as ErrLike | undefined;
   let message = e?.message ?? String(err);
   for (let depth = 0; e && depth < 5; depth++) {
-    if (e.code && e.code !== 'UND_ERR_SOCKET' && !e.code.startsWith('ERR_INVALID')) return { code: e.code, message: e.message ?? message };
+    if (typeof e.code === 'string' && e.code !== 'UND_ERR_SOCKET' && !e.code.startsWith('ERR_INVALID')) return { code: e.code, message: e.message ?? message };
     message = e.message ?? message;
     e = e.cause;
   }

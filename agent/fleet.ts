@@ -6,6 +6,7 @@
  * Bounded: it stops after --duration-seconds, or on Ctrl-C, and removes every
  * namespace it made.
  */
+import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent } from 'undici';
 import { HostAgent, type AgentLog } from './agent';
 import { AGENT_VERSION, type AgentConfig } from './config';
@@ -84,6 +85,8 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   }
 
   const stop = new AbortController();
+  // Every sleeping agent listens on this one signal: thousands of listeners are expected, not a leak.
+  setMaxListeners(0, stop.signal);
   const onAbort = () => stop.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => stop.abort(), o.durationSeconds * 1000);

@@ -38,14 +38,19 @@ export function createDispatcher(cfg: AgentConfig): { dispatcher: Dispatcher; pr
   return { dispatcher: new Agent({ connect: { ...(ca ? { ca } : {}), timeout: 10000 }, keepAliveTimeout: 30000 }), proxy: undefined };
 }
 
+/** A sleep that an abort ends early. The listener is removed when the timer fires, so thousands of agents sharing one signal do not pile up listeners. */
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal?.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const onAbort = () => {
       clearTimeout(t);
       resolve();
-    }, { once: true });
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 /** Full jitter: a random wait up to min(cap, base·2^attempt), so a fleet does not retry in lock-step. */
