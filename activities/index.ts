@@ -1,5 +1,6 @@
 import { createSelfCheckActivities, type SelfCheckDeps } from './self-check';
 import { createHostMonitorActivities } from './host-monitor';
+import { createInstallActivities } from './install';
 import type { ServiceContext } from '../src/services/context';
 
 export type ActivityDeps = SelfCheckDeps & { services: ServiceContext };
@@ -9,5 +10,6 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createSelfCheckActivities(deps),
     ...createHostMonitorActivities(deps.services),
+    ...createInstallActivities(deps.services),
   };
 }

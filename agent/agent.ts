@@ -166,6 +166,13 @@ export class HostAgent {
       reportProgress: async (stage: string, info?: string) => {
         await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, { current_stage: stage, progress_info: info ?? '' }, signal);
       },
+      clusterStatus: async (clusterId: string) => {
+        const r = await this.client.request('GET', `/clusters/${clusterId}?exclude-hosts=true`, undefined, signal);
+        return r.status === 200 ? r.json<{ status: string }>().status : undefined;
+      },
+      reportComponent: async (clusterId: string, name: string, status: string) => {
+        await this.client.request('PUT', `/clusters/${clusterId}/monitored-operators`, { name, version: '', status, status_info: '' }, signal);
+      },
       uploadLogs: async (tgz: Buffer, meta: Record<string, unknown>) => {
         const cluster = String(meta.cluster_id ?? '');
         if (!cluster) return;

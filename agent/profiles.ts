@@ -28,7 +28,9 @@ export function loadProfile(nameOrPath: string): HostProfile {
 /** "control-plane:3,worker:2" → the profile of each of `count` hosts, cycling through the mix in proportion. */
 export function expandMix(mix: string, count: number): string[] {
   const parts = mix.split(',').map((p) => p.trim()).filter(Boolean).map((p) => {
-    const [name, weight] = p.split(':');
+    // A weight follows the last ':'; a path to a profile file may not contain one.
+    const at = p.lastIndexOf(':');
+    const [name, weight] = at > 0 && /^\d+(\.\d+)?$/.test(p.slice(at + 1)) ? [p.slice(0, at), p.slice(at + 1)] : [p, undefined];
     const w = weight === undefined ? 1 : Number(weight);
     if (!name || !(w > 0)) throw new Error(`bad profile mix entry "${p}" (expected name or name:weight)`);
     return { name, weight: w };

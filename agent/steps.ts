@@ -11,6 +11,8 @@ export interface StepContext {
   executor: Executor;
   reportProgress(stage: string, info?: string): Promise<void>;
   uploadLogs(tarGz: Buffer, meta: Record<string, unknown>): Promise<void>;
+  clusterStatus?(clusterId: string): Promise<string | undefined>;
+  reportComponent?(clusterId: string, name: string, status: string): Promise<void>;
 }
 
 /** Timeouts per step type (AS: disk speed 8 min, image availability 16 min). */
@@ -49,7 +51,17 @@ const HANDLERS: Record<string, Handler> = {
   'domain-resolution': (s, ctx, sig) => ctx.executor.domainResolution(jsonArg(s), sig),
   'installation-disk-speed-check': (s, ctx, sig) => ctx.executor.diskSpeedCheck(jsonArg(s), sig),
   install: async (s, ctx, sig) => {
-    await ctx.executor.install(jsonArg(s), (stage, info) => ctx.reportProgress(stage, info), sig);
+    const args = jsonArg<Record<string, unknown>>(s);
+    const clusterId = String(args.cluster_id ?? '');
+    await ctx.executor.install(
+      args,
+      {
+        report: (stage, info) => ctx.reportProgress(stage, info),
+        clusterStatus: async () => ctx.clusterStatus?.(clusterId),
+        reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
+      },
+      sig,
+    );
     return undefined;
   },
   'logs-gather': async (s, ctx, sig) => {

@@ -75,13 +75,20 @@ export interface Executor {
   ntpSynchronizer(args: { ntp_source?: string }, signal: AbortSignal): Promise<{ ntp_sources: Array<{ source_name: string; source_state: string }> }>;
   domainResolution(args: { domains: Array<{ domain_name: string }> }, signal: AbortSignal): Promise<unknown>;
   diskSpeedCheck(args: { path: string }, signal: AbortSignal): Promise<{ path: string; io_sync_duration: number }>;
-  install(args: Record<string, unknown>, report: (stage: string, info?: string) => Promise<void>, signal: AbortSignal): Promise<void>;
+  install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void>;
   logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, signal: AbortSignal): Promise<void>;
   stopInstallation(signal: AbortSignal): Promise<void>;
   /** Seconds the host clock differs from true time (simulated skew); 0 on real hosts. */
   clockOffsetSeconds(): number;
   /** True once after the host rebooted into the discovery image mid-install: the agent registers again. */
   takeRebootIntoDiscovery?(): boolean;
+}
+
+/** What an install can tell the service: the host's stages, and (for the host acting as controller) the cluster side. */
+export interface InstallIo {
+  report(stage: string, info?: string): Promise<void>;
+  clusterStatus(): Promise<string | undefined>;
+  reportComponent(name: string, status: 'available' | 'progressing' | 'failed'): Promise<void>;
 }
 
 export interface ConnectivityPeer {

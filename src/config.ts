@@ -73,6 +73,10 @@ export const ENV_SCHEMA = z.object({
   HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
   HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
   HOST_REQUIREMENTS_FILE: optionalString,
+  INSTALL_PREPARING_TIMEOUT_MS: positiveMs.default(10 * 60_000),
+  INSTALL_STAGE_SOFT_TIMEOUT_MS: positiveMs.default(30 * 60_000),
+  INSTALL_STAGE_HARD_TIMEOUT_MS: positiveMs.default(90 * 60_000),
+  INSTALL_FINALIZING_TIMEOUT_MS: positiveMs.default(5 * 3600_000),
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
 });
@@ -112,6 +116,7 @@ export interface Config {
   /** Simulated hosts `landfall dev` starts for the demo (0: none). */
   demoFleetHosts: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
+  install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
 }
@@ -183,6 +188,7 @@ export function parseConfig(
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
+    install: { preparingMs: e.INSTALL_PREPARING_TIMEOUT_MS, stageSoftMs: e.INSTALL_STAGE_SOFT_TIMEOUT_MS, stageHardMs: e.INSTALL_STAGE_HARD_TIMEOUT_MS, finalizingMs: e.INSTALL_FINALIZING_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
@@ -228,6 +234,10 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     HOST_DISCONNECT_TIMEOUT_MS: String(c.lifecycle.disconnectTimeoutMs),
     HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
+    INSTALL_PREPARING_TIMEOUT_MS: String(c.install.preparingMs),
+    INSTALL_STAGE_SOFT_TIMEOUT_MS: String(c.install.stageSoftMs),
+    INSTALL_STAGE_HARD_TIMEOUT_MS: String(c.install.stageHardMs),
+    INSTALL_FINALIZING_TIMEOUT_MS: String(c.install.finalizingMs),
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
   };

@@ -1,3 +1,4 @@
 // Every workflow the worker registers; the bundler starts from this file.
 export { selfCheckWorkflow } from './self-check';
 export { hostMonitorWorkflow } from './host-monitor';
+export { installClusterWorkflow } from './install-cluster';

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { promises as dns } from 'node:dns';
 import { gzipSync } from 'node:zlib';
 import { tar } from '../../src/util/tar';
-import type { ConnectivityPeer, Disk, Executor, Interface, Inventory } from '../types';
+import type { ConnectivityPeer, Disk, Executor, InstallIo, Interface, Inventory } from '../types';
 
 const run = promisify(execFile);
 
@@ -295,7 +295,8 @@ export class LinuxExecutor implements Executor {
     return { path: args.path, io_sync_duration: Math.round(times[Math.floor(times.length * 0.99)] ?? 0) };
   }
 
-  async install(args: Record<string, unknown>, report: (stage: string, info?: string) => Promise<void>): Promise<void> {
+  async install(args: Record<string, unknown>, io: InstallIo): Promise<void> {
+    const report = io.report;
     const disk = String(args.boot_device ?? '');
     if (!disk.startsWith('/dev/')) throw new Error('install needs boot_device');
     if (!this.fetchIgnition) throw new Error('no way to fetch this host\'s Ignition');

@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
 import { STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
 import { tar } from '../../src/util/tar';
-import type { ConnectivityPeer, Disk, Executor, Inventory } from '../types';
+import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory } from '../types';
 import { sleep } from '../service-client';
 
 export interface HostProfile {
@@ -23,7 +23,7 @@ export interface HostProfile {
   /** Names that resolve (to this list of IPs); names not listed do not resolve. */
   dns?: Record<string, string[]>;
   link?: { isolated?: boolean; loss_percent?: number; rtt_ms?: number };
-  install?: { stage_seconds?: number; fail_at_stage?: string; reboot_into_discovery?: boolean };
+  install?: { stage_seconds?: number; fail_at_stage?: string; fail_once?: boolean; reboot_into_discovery?: boolean };
 }
 
 export function parseProfile(yamlText: string): HostProfile {
@@ -64,6 +64,7 @@ export function simulatedIdentity(seed: string, index: number, cidrBase = '192.1
 export class SimulatedExecutor implements Executor {
   readonly kind = 'simulated' as const;
   private installing: AbortController | undefined;
+  private failures = 0;
   /** Set when the simulated host "reboots into the discovery image" during install. */
   private rebootedIntoDiscovery = false;
 
@@ -196,7 +197,8 @@ export class SimulatedExecutor implements Executor {
     return { path: args.path, io_sync_duration: disk.fsync_ms ?? 1 };
   }
 
-  async install(args: Record<string, unknown>, report: (stage: string, info?: string) => Promise<void>, signal: AbortSignal): Promise<void> {
+  async install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void> {
+    const report = io.report;
     this.installing = new AbortController();
     const stop = AbortSignal.any([signal, this.installing.signal]);
     const role = String(args.role ?? 'master');
@@ -205,7 +207,8 @@ export class SimulatedExecutor implements Executor {
     const seconds = this.profile.install?.stage_seconds ?? 1;
     for (const stage of STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk')) {
       if (stop.aborted) throw new Error('installation stopped');
-      if (this.profile.install?.fail_at_stage === stage) {
+      if (this.profile.install?.fail_at_stage === stage && !(this.profile.install.fail_once && this.failures > 0)) {
+        this.failures++;
         await report('Failed', `simulated failure at ${stage}`);
         throw new Error(`simulated failure at stage ${stage}`);
       }
@@ -216,6 +219,21 @@ export class SimulatedExecutor implements Executor {
         return;
       }
       await sleep(seconds * 1000, stop);
+    }
+    // Simulated hosts play the in-cluster controller of their simulated cluster: once the
+    // service says finalizing, they report the core components available (any installed
+    // host may be the one that does it: reports are idempotent).
+    {
+      const deadline = Date.now() + 300_000;
+      while (!stop.aborted && Date.now() < deadline) {
+        const status = await io.clusterStatus().catch(() => undefined);
+        if (status === 'finalizing') {
+          for (const c of ['kube-apiserver', 'etcd', 'cni']) await io.reportComponent(c, 'available');
+          return;
+        }
+        if (status && !['installing', 'installing-pending-user-action', 'finalizing'].includes(status)) return;
+        await sleep(500, stop);
+      }
     }
   }
 

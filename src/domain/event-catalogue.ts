@@ -40,6 +40,13 @@ export const EVENT_CATALOGUE = {
   host_validation_fixed: { severity: 'info', category: 'user', template: "Host {host_name}: validation '{validation_id}' is now fixed", description: 'A failing host validation passes again.' },
   cluster_validation_failed: { severity: 'warning', category: 'user', template: "Cluster validation '{validation_id}' that used to succeed is now failing: {message}", description: 'A cluster validation started failing.' },
   cluster_validation_fixed: { severity: 'info', category: 'user', template: "Cluster validation '{validation_id}' is now fixed", description: 'A failing cluster validation passes again.' },
+  cluster_installation_started: { severity: 'info', category: 'user', template: 'Installation of cluster {cluster_name} started (attempt {attempt}, bootstrap host {bootstrap_host})', description: 'Every host passed the pre-install checks; install steps were dispatched.' },
+  cluster_preparation_failed: { severity: 'error', category: 'user', template: 'Cluster failed to prepare for installation: {reason}', description: 'A pre-install check failed or preparing timed out; the cluster is ready again.' },
+  cluster_installation_failed: { severity: 'critical', category: 'user', template: 'Cluster installation failed: {reason}', description: 'The install cannot succeed any more; retry the failed host or reset.' },
+  cluster_finalizing_started: { severity: 'info', category: 'user', template: 'Cluster {cluster_name}: enough hosts are installed, finalizing', description: 'The success rule is met.' },
+  cluster_installation_completed: { severity: 'info', category: 'user', template: 'Successfully completed installing cluster {cluster_name}', description: 'The cluster is installed; the kubeconfig can be downloaded.' },
+  host_stage_timed_out: { severity: 'warning', category: 'user', template: 'Host {host_name}: installation stage {stage} has taken more than {minutes} minutes ({kind} timeout){consequence}', description: 'A stage ran past its soft (warning) or hard (failure) timeout.' },
+  host_install_retried: { severity: 'info', category: 'user', template: 'Host {host_name}: installation retried (retry {retry})', description: 'A failed host was retried in place.' },
   host_step_failed: { severity: 'warning', category: 'user', template: 'Host {host_name}: step {step_type} failed with exit code {exit_code}: {error}', description: 'An agent step exited non-zero.' },
 } as const satisfies Record<string, EventSpec>;
 

@@ -19,6 +19,8 @@ import { CLUSTER_EDITABLE } from './clusters-service';
 import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
 import { refreshForHost } from './refresh-service';
 import { stepArgs } from './step-args';
+import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
+import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
 
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
@@ -28,16 +30,16 @@ const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h
 export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
-  return ctx.db.transaction(async (trx) => {
-    if (infraEnv.cluster_id) {
-      // Lock order everywhere: cluster, then its hosts.
-      const cluster = await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx);
-      if (cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
-        throw conflict(`cluster ${cluster.id} does not accept new hosts in status ${cluster.status}`);
-      }
-    }
+  let reported: { clusterId: string; status: string } | undefined;
+  const registered = await ctx.db.transaction(async (trx) => {
+    // Lock order everywhere: cluster, then its hosts.
+    const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx) : undefined;
     const key = { infraEnvId, hostId: body.host_id };
     const existing = await ctx.repos.hosts.getForUpdate(key, trx);
+    // New hosts join only a cluster that is not installing; a known host registering again is a fact to record (it rebooted).
+    if (!existing && cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
+      throw conflict(`cluster ${cluster.id} does not accept new hosts in status ${cluster.status}`);
+    }
     let host: HostRow;
     if (!existing) {
       host = await ctx.repos.hosts.insert(
@@ -62,11 +64,14 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
       host = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
       if (t && t.to !== existing.status) {
         await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: t.to, info: t.info }, requestId }, trx);
+        if (host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(t.to)) reported = { clusterId: host.cluster_id, status: t.to };
       }
     }
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
+  if (reported) await signalHostReport(ctx, reported.clusterId, { hostId: body.host_id, status: reported.status });
+  return registered;
 }
 
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
@@ -136,7 +141,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     }
     if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
   }
-  await ctx.db.transaction(async (trx) => {
+  const change = await ctx.db.transaction(async (trx) => {
     const peek = await ctx.repos.hosts.get(key, trx);
     if (!peek) throw notFound(`host ${hostId}`);
     if (peek.cluster_id) await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx);
@@ -144,9 +149,15 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
-      return;
+      // An install step that fails is the host failing its install (reference §3).
+      if (reply.step_type === 'install' && INSTALLING.includes(host.status)) {
+        const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) });
+        if (t) await ctx.repos.hosts.update(key, { status: t.to, status_info: t.info }, trx);
+        return { from: host.status, to: t?.to ?? host.status, clusterId: host.cluster_id };
+      }
+      return undefined;
     }
-    if (!needsJson) return;
+    if (!needsJson) return undefined;
     if (reply.step_type === 'inventory') {
       await ctx.repos.hosts.update(key, { inventory: output }, trx);
     } else {
@@ -156,7 +167,18 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     }
     // New facts: validations and statuses follow in the same transaction.
     await refreshForHost(ctx, trx, key, requestId);
+    if (reply.step_type === 'installation-disk-speed-check' && host.status === 'preparing-for-installation') {
+      const fresh = (await ctx.repos.hosts.get(key, trx))!;
+      const t = nextHostStatus(fresh.status, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true });
+      if (t) {
+        await ctx.repos.hosts.update(key, { status: t.to, status_info: t.info }, trx);
+        await ctx.repos.events.add({ name: 'host_status_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: fresh.status, new_status: t.to, info: t.info }, requestId }, trx);
+        return { from: host.status, to: t.to, clusterId: host.cluster_id };
+      }
+    }
+    return undefined;
   });
+  if (change?.clusterId && change.to !== change.from) await signalHostReport(ctx, change.clusterId, { hostId, status: change.to });
 }
 
 const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
@@ -164,7 +186,7 @@ const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-
 export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, progress: { current_stage: string; progress_info?: string }, requestId?: string): Promise<void> {
   await loadHost(ctx, p, infraEnvId, hostId);
   const key = { infraEnvId, hostId };
-  await ctx.db.transaction(async (trx) => {
+  const change = await ctx.db.transaction(async (trx) => {
     const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
     if (!INSTALLING.includes(host.status)) throw conflict(`host ${hostId} is not installing (status ${host.status})`);
     const cluster = host.cluster_id ? await ctx.repos.clusters.get(host.cluster_id, trx) : undefined;
@@ -192,7 +214,12 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,
     );
+    return { clusterId: host.cluster_id, status: row.status, stageChanged: !sameStage, statusChanged: row.status !== host.status };
   });
+  // One signal per stage change, never one per report: the install's history stays small.
+  if (change.clusterId && (change.stageChanged || change.statusChanged)) {
+    await signalHostReport(ctx, change.clusterId, { hostId, status: change.status, stage: progress.current_stage, info: progress.progress_info });
+  }
 }
 
 export async function updateHostLogsProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, logsState: string): Promise<void> {

@@ -17,6 +17,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
     baseUrl: cfg.api.baseUrl,
     imageUrlTtlSeconds: cfg.auth.imageUrlTtlSeconds,
     lifecycle: loadLifecycleSettings(cfg),
+    installTimeouts: cfg.install,
     now: () => new Date(),
   };
 }

@@ -13,6 +13,8 @@ import type { ManifestRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster, loadHost } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
+import { componentsAvailable } from '../domain/lifecycle/components';
+import { signalComponents } from './install-signals';
 
 type Json = Record<string, unknown>;
 
@@ -215,14 +217,16 @@ export async function listMonitoredOperators(ctx: ServiceContext, p: Principal, 
 }
 
 export async function reportOperator(ctx: ServiceContext, p: Principal, id: string, report: { name: string; version?: string; status?: string; status_info?: string }, requestId?: string): Promise<void> {
-  await ctx.db.transaction(async (trx) => {
+  const available = await ctx.db.transaction(async (trx) => {
     await loadCluster(ctx, p, id);
     const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
     const ops = ((c.doc.monitored_operators as Json[] | undefined) ?? []).filter((o) => o.name !== report.name);
     ops.push({ cluster_id: id, name: report.name, version: report.version ?? '', status: report.status ?? 'progressing', status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString(), operator_type: 'builtin' });
     await ctx.repos.clusters.update(id, { doc: { ...c.doc, monitored_operators: ops } }, trx);
     await ctx.repos.events.add({ name: 'cluster_operator_report', clusterId: id, props: { operator_name: report.name, operator_status: report.status ?? 'progressing' }, requestId }, trx);
+    return c.status === 'finalizing' && componentsAvailable(ops);
   });
+  if (available) await signalComponents(ctx, id, true);
 }
 
 export async function uploadIngressCert(ctx: ServiceContext, p: Principal, id: string, pem: string): Promise<void> {

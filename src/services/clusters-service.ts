@@ -7,6 +7,8 @@ import type { ServiceContext } from './context';
 import { loadCluster, ownerFilter } from './access';
 import { normalizeClusterInput } from './cluster-input';
 import { refreshCluster } from './refresh-service';
+import { signalCancelled, signalReset, startInstallWorkflow } from './install-signals';
+import { AppError } from '../errors';
 
 /** Cluster states in which users may change the cluster and hosts may register (reference §4). */
 export const CLUSTER_EDITABLE = ['insufficient', 'ready', 'pending-for-input', 'adding-hosts'] as const;
@@ -95,10 +97,12 @@ export async function deleteCluster(ctx: ServiceContext, p: Principal, id: strin
  */
 export async function installCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string): Promise<ClusterRow> {
   await loadCluster(ctx, p, id);
-  return ctx.db.transaction(async (trx) => {
-    const current = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+  const row = await ctx.db.transaction(async (trx) => {
+    // Readiness is checked on fresh facts, not on the last refresh.
+    const current = (await refreshCluster(ctx, trx, id, requestId))!;
     if (current.status !== 'ready') {
-      throw conflict(`cluster ${id} is not ready to be installed: status ${current.status} (${current.status_info})`, { status: current.status });
+      const failing = failingValidations(current.doc.validation_remediation as string | undefined);
+      throw conflict(`cluster ${id} is not ready to be installed: status ${current.status} (${current.status_info})${failing ? `; failing validations: ${failing}` : ''}`, { status: current.status });
     }
     const row = await ctx.repos.clusters.updateStatusIf(
       id,
@@ -110,6 +114,25 @@ export async function installCluster(ctx: ServiceContext, p: Principal, id: stri
     await ctx.repos.events.add({ name: 'cluster_prepare_installation_started', clusterId: id, requestId }, trx);
     return row!;
   });
+  try {
+    await startInstallWorkflow(ctx, row, ctx.installTimeouts);
+  } catch (err) {
+    // Without its workflow the install would hang in preparing: undo the transition and say why.
+    await ctx.repos.clusters.updateStatusIf(id, ['preparing-for-installation'], { status: 'ready', status_info: 'Cluster ready to be installed' }, { install_attempt: row.install_attempt - 1 });
+    throw new AppError('dependency_unavailable', `the install could not start: Temporal is unavailable (${(err as Error).message.split('\n')[0]})`);
+  }
+  return row;
+}
+
+function failingValidations(remediation: string | undefined): string {
+  try {
+    return Object.entries(JSON.parse(remediation ?? '{}') as Record<string, { hint: string; blocking: boolean }>)
+      .filter(([, r]) => r.blocking)
+      .map(([id, r]) => `${id} (${r.hint})`)
+      .join('; ');
+  } catch {
+    return '';
+  }
 }
 
 async function transition(
@@ -137,17 +160,23 @@ export async function refreshClusterNow(ctx: ServiceContext, p: Principal, id: s
   return ctx.db.transaction(async (trx) => (await refreshCluster(ctx, trx, id, requestId))!);
 }
 
-export function cancelInstallation(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
-  return transition(ctx, p, id, CLUSTER_CANCELLABLE, { status: 'cancelled', status_info: 'Canceled cluster installation' }, 'cancelled', async (row, trx) => {
+export async function cancelInstallation(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
+  const row = await transition(ctx, p, id, CLUSTER_CANCELLABLE, { status: 'cancelled', status_info: 'Canceled cluster installation' }, 'cancelled', async (row, trx) => {
     await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'cancelled', status_info: 'Installation cancelled by user' }, trx);
     await ctx.repos.events.add({ name: 'cluster_installation_canceled', clusterId: id, requestId }, trx);
   });
+  await signalCancelled(ctx, id);
+  return row;
 }
 
-export function resetCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
-  return transition(ctx, p, id, CLUSTER_RESETTABLE, { status: 'insufficient', status_info: 'Reset cluster installation' }, 'reset', async (row, trx) => {
+export async function resetCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
+  const row = await transition(ctx, p, id, CLUSTER_RESETTABLE, { status: 'insufficient', status_info: 'Reset cluster installation' }, 'reset', async (row, trx) => {
     // The hosts must boot the discovery image again; their next registration moves them to discovering.
     await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'resetting-pending-user-action', status_info: 'Host requires booting into the discovery image to complete resetting the installation' }, trx);
+    // A reset cluster chooses its bootstrap host again on the next install.
+    await trx('hosts').where({ cluster_id: row.id }).update({ bootstrap: false });
     await ctx.repos.events.add({ name: 'cluster_installation_reset', clusterId: id, requestId }, trx);
   });
+  await signalReset(ctx, id);
+  return row;
 }

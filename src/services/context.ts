@@ -37,5 +37,6 @@ export interface ServiceContext {
   baseUrl: string;
   imageUrlTtlSeconds: number;
   lifecycle: LifecycleSettings;
+  installTimeouts: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
   now: () => Date;
 }

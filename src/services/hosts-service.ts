@@ -6,6 +6,7 @@ import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster, loadHost, loadInfraEnv } from './access';
 import { refreshCluster, refreshForHost } from './refresh-service';
+import { requestHostRetry } from './install-signals';
 
 /** Host states in which a user may edit role, hostname and disks (reference §1a). */
 export const HOST_EDITABLE = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input'];
@@ -114,4 +115,19 @@ export async function deleteHost(ctx: ServiceContext, p: Principal, infraEnvId: 
     if (host.cluster_id) await refreshCluster(ctx, trx, host.cluster_id, requestId);
     await ctx.repos.events.add({ name: 'host_deregistered', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: host.requested_hostname ?? hostnameFromInventory(host.inventory) ?? hostId }, requestId }, trx);
   });
+}
+
+/** Landfall extension: retry one failed host in place (the install workflow's retryHost update). */
+export async function retryHostInstall(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<HostRow> {
+  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
+  if (!host.cluster_id) throw conflict(`host ${hostId} is not part of a cluster`);
+  const cluster = (await ctx.repos.clusters.get(host.cluster_id))!;
+  try {
+    await requestHostRetry(ctx, cluster, hostId);
+  } catch (err) {
+    // The workflow's validator explains why (host not in error, install not running).
+    const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
+    throw conflict(`host ${hostId} cannot be retried: ${cause.split('\n')[0]}`);
+  }
+  return (await ctx.repos.hosts.get({ infraEnvId, hostId }))!;
 }

@@ -13,12 +13,24 @@ const hostSituations: HostEvent[] = [
   ...HOST_STAGES.map((stage) => ({ type: 'ProgressReported' as const, stage })),
   { type: 'CancelInstallation' },
   { type: 'ResetInstallation' },
+  { type: 'InstallStarted' },
+  ...bools.map((ok) => ({ type: 'DiskSpeedReported' as const, ok })),
+  { type: 'InstallDispatched' },
+  { type: 'PreparationAborted' },
+  { type: 'StageTimedOut', stage: 'Installing' },
+  { type: 'RetryRequested' },
 ];
 const clusterSituations: ClusterEvent[] = [
   ...bools.flatMap((inputMissing) => bools.map((requiredFailing) => ({ type: 'Refresh' as const, summary: { inputMissing, requiredFailing } }))),
   { type: 'InstallRequested' },
   { type: 'CancelRequested' },
   { type: 'ResetRequested' },
+  { type: 'HostsPrepared' },
+  { type: 'PreparationFailed' },
+  { type: 'SuccessRuleMet' },
+  { type: 'InstallFailed' },
+  { type: 'ComponentsAvailable' },
+  { type: 'HostRetried' },
 ];
 
 const matching = <R extends { event: string; from: readonly string[]; guard?: unknown }>(rules: readonly R[], state: string, e: { type: string }) =>

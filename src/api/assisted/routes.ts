@@ -85,6 +85,9 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   action('cancel', (id, p, x) => clusters.cancelInstallation(ctx, p, id, x));
   action('reset', (id, p, x) => clusters.resetCluster(ctx, p, id, x));
   action('refresh', (id, p, x) => clusters.refreshClusterNow(ctx, p, id, x));
+  r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/retry-install', async (req, res) => {
+    res.status(202).json(presentHost(await hosts.retryHostInstall(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'))));
+  });
   r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/refresh', async (req, res) => {
     res.status(202).json(presentHost(await hosts.refreshHostNow(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), rid(req))));
   });

@@ -542,6 +542,28 @@ export interface paths {
         patch: operations["v2UpdateHost"];
         trace?: never;
     };
+    "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/retry-install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retry the install of one failed host without resetting the cluster (Landfall extension; the install workflow's retryHost update). */
+        post: operations["LandfallRetryHostInstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/refresh": {
         parameters: {
             query?: never;
@@ -1997,6 +2019,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     LandfallRefreshCluster: {
@@ -3059,6 +3082,37 @@ export interface operations {
         responses: {
             /** @description The updated host. */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    LandfallRetryHostInstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The host, back to installing. */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,7 +25,17 @@ export interface ClusterRefreshSummary {
   requiredFailing: boolean;
 }
 
-export type ClusterEvent = { type: 'Refresh'; summary: ClusterRefreshSummary } | { type: 'InstallRequested' } | { type: 'CancelRequested' } | { type: 'ResetRequested' };
+export type ClusterEvent =
+  | { type: 'Refresh'; summary: ClusterRefreshSummary }
+  | { type: 'InstallRequested' }
+  | { type: 'CancelRequested' }
+  | { type: 'ResetRequested' }
+  | { type: 'HostsPrepared' }
+  | { type: 'PreparationFailed' }
+  | { type: 'SuccessRuleMet' }
+  | { type: 'InstallFailed' }
+  | { type: 'ComponentsAvailable' }
+  | { type: 'HostRetried' };
 
 export interface ClusterRule<E extends ClusterEvent['type'] = ClusterEvent['type']> {
   event: E;
@@ -47,6 +57,12 @@ export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && e.summary.requiredFailing, to: 'insufficient', info: 'Cluster is not ready for install', description: 'Inputs are complete but a required validation fails.' }),
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && !e.summary.requiredFailing, to: 'ready', info: 'Cluster ready to be installed', description: 'Every validation passes.' }),
   rule({ event: 'InstallRequested', from: ['ready'], to: 'preparing-for-installation', info: 'Preparing cluster for installation', description: 'The user started the install (POST actions/install).' }),
+  rule({ event: 'HostsPrepared', from: ['preparing-for-installation'], to: 'installing', info: 'Installation in progress', description: 'Every host passed the pre-install checks; install steps are dispatched.' }),
+  rule({ event: 'PreparationFailed', from: ['preparing-for-installation'], to: 'ready', info: 'Cluster failed to prepare for installation', description: 'A host failed its pre-install checks, or preparing timed out.' }),
+  rule({ event: 'SuccessRuleMet', from: ['installing', 'installing-pending-user-action'], to: 'finalizing', info: 'Finalizing cluster installation', description: 'Enough hosts are installed (reference §4 success rule).' }),
+  rule({ event: 'InstallFailed', from: ['installing', 'installing-pending-user-action', 'finalizing'], to: 'error', info: 'Cluster installation failed', description: 'The success rule can no longer be met, or finalizing timed out.' }),
+  rule({ event: 'ComponentsAvailable', from: ['finalizing'], to: 'installed', info: 'Cluster is installed', description: 'The in-cluster controller reported the core components available.' }),
+  rule({ event: 'HostRetried', from: ['error'], to: 'installing', info: 'Installation in progress: a host is being retried', description: 'The user retried a failed host in place.' }),
   rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE, to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
   rule({ event: 'ResetRequested', from: CLUSTER_RESETTABLE, to: 'insufficient', info: 'Reset cluster installation', description: 'The user reset the cluster; hosts must boot the discovery image again.' }),
 ];

@@ -13,6 +13,7 @@ export const HOST_STATES = {
   disconnected: 'The agent stopped polling.',
   'preparing-for-installation': 'The cluster is preparing; the host runs pre-install checks.',
   'preparing-successful': 'Pre-install checks passed.',
+  'preparing-failed': 'A pre-install check failed (slow install disk).',
   installing: 'The install step was handed to the host.',
   'installing-in-progress': 'The host reports install stages.',
   'installing-pending-user-action': 'The host booted the discovery image again during install; fix the boot order.',
@@ -41,7 +42,13 @@ export type HostEvent =
   | { type: 'Refresh'; summary: HostRefreshSummary }
   | { type: 'ProgressReported'; stage: string; info?: string }
   | { type: 'CancelInstallation' }
-  | { type: 'ResetInstallation' };
+  | { type: 'ResetInstallation' }
+  | { type: 'InstallStarted' }
+  | { type: 'DiskSpeedReported'; ok: boolean }
+  | { type: 'InstallDispatched' }
+  | { type: 'PreparationAborted' }
+  | { type: 'StageTimedOut'; stage: string }
+  | { type: 'RetryRequested' };
 
 export interface HostRule<E extends HostEvent['type'] = HostEvent['type']> {
   event: E;
@@ -73,10 +80,18 @@ export const HOST_TRANSITIONS: readonly HostRule[] = [
   rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Done', to: 'installed', info: 'Done', description: 'The host reported the Done stage.' }),
   rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Failed', to: 'error', info: (e) => `Failed - ${e.info ?? ''}`.trim(), description: 'The host reported the Failed stage.' }),
   rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage !== 'Done' && e.stage !== 'Failed', to: 'installing-in-progress', info: (e) => e.stage, description: 'The host reported another install stage.' }),
+  // The install workflow
+  rule({ event: 'InstallStarted', from: ['known'], to: 'preparing-for-installation', info: 'Host is preparing for installation', description: 'The cluster started installing: pre-install checks run (disk speed).' }),
+  rule({ event: 'DiskSpeedReported', from: ['preparing-for-installation'], guard: (e) => e.ok, to: 'preparing-successful', info: 'Host finished successfully to prepare for installation', description: 'The install disk passed the speed check.' }),
+  rule({ event: 'DiskSpeedReported', from: ['preparing-for-installation'], guard: (e) => !e.ok, to: 'preparing-failed', info: 'Host failed to prepare for installation: the installation disk is too slow', description: 'The install disk failed the speed check.' }),
+  rule({ event: 'PreparationAborted', from: ['preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'known', info: 'Host is ready to be installed', description: 'Preparation failed or timed out for the cluster: hosts go back to known.' }),
+  rule({ event: 'InstallDispatched', from: ['preparing-successful'], to: 'installing', info: 'Installation is in progress', description: 'The install step is in the host\'s queue.' }),
+  rule({ event: 'StageTimedOut', from: INSTALLING, to: 'error', info: (e) => `Host failed to install because its installation stage ${e.stage} took longer than expected`, description: 'A stage exceeded its hard timeout.' }),
+  rule({ event: 'RetryRequested', from: ['error'], to: 'installing', info: 'Installation is being retried', description: 'The user retried this host (retryHost update).' }),
   // User actions
   rule({ event: 'CancelInstallation', from: [...INSTALLING, 'installed', 'error'], to: 'cancelled', info: 'Installation cancelled by user', description: 'The user cancelled the install.' }),
-  rule({ event: 'CancelInstallation', from: ['preparing-for-installation', 'preparing-successful'], to: 'known', info: 'Installation cancelled by user before it started', description: 'Cancelled while preparing: back to known.' }),
-  rule({ event: 'ResetInstallation', from: [...INSTALLING, 'installed', 'error', 'cancelled', 'preparing-for-installation', 'preparing-successful'], to: 'resetting-pending-user-action', info: 'Host requires booting into the discovery image to complete resetting the installation', description: 'The user reset the cluster: the host must boot the discovery image again.' }),
+  rule({ event: 'CancelInstallation', from: ['preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'known', info: 'Installation cancelled by user before it started', description: 'Cancelled while preparing: back to known.' }),
+  rule({ event: 'ResetInstallation', from: [...INSTALLING, 'installed', 'error', 'cancelled', 'preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'resetting-pending-user-action', info: 'Host requires booting into the discovery image to complete resetting the installation', description: 'The user reset the cluster: the host must boot the discovery image again.' }),
 ];
 
 export interface HostTransition {

@@ -1,0 +1,134 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- API bodies are read loosely in this test */
+/**
+ * Installs through the durable workflow, end to end: real Temporal server,
+ * API, worker and simulated agents (install stages, the in-cluster controller).
+ */
+import path from 'node:path';
+import { getInstallProgress } from '../../workflows/install-cluster.messages';
+import { call } from '../support/api-harness';
+import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
+
+let h: InstallHarness;
+beforeAll(async () => {
+  h = await startInstallHarness();
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+const hostsOf = async (clusterId: string) => (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.hosts as any[];
+
+describe('install orchestration', () => {
+  it('installs 3 control planes + 2 workers and hands back a kubeconfig', async () => {
+    const c = await readyCluster(h, 'three-two', 'control-plane:3,worker:2', 5);
+    try {
+      expect((await call('GET', `${h.api.base}/clusters/${c.clusterId}/downloads/credentials?file_name=kubeconfig`)).status).toBe(409);
+      const started = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`);
+      expect(started.status).toBe(202);
+      expect(started.body.status).toBe('preparing-for-installation');
+      const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 90000);
+      expect(installed.status_info).toBe('Cluster is installed');
+      expect(installed.hosts.every((x: any) => x.status === 'installed' && x.progress.current_stage === 'Done')).toBe(true);
+      expect(installed.hosts.filter((x: any) => x.bootstrap)).toHaveLength(1);
+
+      // The workflow is findable by its business id and search attributes, and explains itself.
+      const handle = h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`);
+      const progress = await handle.query(getInstallProgress);
+      expect(progress.phase).toBe('installed');
+      const listed = [];
+      for await (const wf of h.client.workflow.list({ query: `ClusterId = '${c.clusterId}' AND InstallStatus = 'installed'` })) listed.push(wf.workflowId);
+      expect(listed).toEqual([`install-cluster-${c.clusterId}-attempt-1`]);
+      const history = await handle.fetchHistory();
+      expect(history.events!.length).toBeLessThan(1000);
+
+      const kubeconfig = await call('GET', `${h.api.base}/clusters/${c.clusterId}/downloads/credentials?file_name=kubeconfig`);
+      expect(kubeconfig.status).toBe(200);
+      expect(kubeconfig.text).toContain('server: https://192.168.127.250:6443');
+      expect(kubeconfig.text).toContain('client-certificate-data:');
+      const master = await call('GET', `${h.api.base}/clusters/${c.clusterId}/downloads/files?file_name=master.ign`);
+      expect(master.status).toBe(200);
+      expect(master.body.ignition.version).toBe('3.4.0');
+      const events = (await call('GET', `${h.api.base}/events?cluster_id=${c.clusterId}`)).body.map((e: any) => e.name);
+      expect(events).toEqual(expect.arrayContaining(['cluster_prepare_installation_started', 'cluster_installation_started', 'cluster_finalizing_started', 'cluster_installation_completed']));
+    } finally {
+      await c.report();
+    }
+  });
+
+  it('installs a single-node cluster', async () => {
+    const c = await readyCluster(h, 'sno', 'control-plane', 1, { control_plane_count: 1, high_availability_mode: 'None' });
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
+      expect(installed.hosts[0].bootstrap).toBe(true);
+    } finally {
+      await c.report();
+    }
+  });
+
+  it('fails the cluster when a worker fails writing the image, then retries that host in place', async () => {
+    const c = await readyCluster(h, 'retry', `control-plane:3,worker:1,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 5);
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      const failed = await waitClusterStatus(h, c.clusterId, ['error'], 60000);
+      const bad = failed.hosts.find((x: any) => x.status === 'error');
+      expect(bad.status_info).toMatch(/simulated failure at Writing image to disk/);
+      expect(failed.status_info).toMatch(/cannot reach its success rule.*failed/);
+      // Retrying a host that did not fail is refused by the workflow's validator.
+      const good = failed.hosts.find((x: any) => x.status !== 'error');
+      expect((await call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${good.id}/actions/retry-install`)).status).toBe(409);
+      const retried = await call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${bad.id}/actions/retry-install`);
+      expect(retried.status).toBe(202);
+      expect(retried.body.status).toBe('installing');
+      await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
+    } finally {
+      await c.report();
+    }
+  });
+
+  it('cancels during install, resets, and installs again', async () => {
+    let c = await readyCluster(h, 'cancel', 'control-plane:3,worker:2', 5);
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      await waitClusterStatus(h, c.clusterId, ['installing'], 30000);
+      const cancelled = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/cancel`);
+      expect(cancelled.status).toBe(202);
+      expect(cancelled.body.status).toBe('cancelled');
+      const wf = await h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`).result();
+      expect(wf.phase).toBe('cancelled');
+
+      const reset = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/reset`);
+      expect(reset.status).toBe(202);
+      expect((await hostsOf(c.clusterId)).every((x) => x.status === 'resetting-pending-user-action')).toBe(true);
+      // The hosts boot the discovery image again: the same simulated hosts register, the cluster gets ready.
+      await c.report();
+      c = await bootFleet(h, c.clusterId, c.infraEnvId, 'cancel', 'control-plane:3,worker:2', 5);
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 90000);
+      expect(installed.install_started_at).toBeTruthy();
+      expect((await h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-2`).query(getInstallProgress)).phase).toBe('installed');
+    } finally {
+      await c.report();
+    }
+  });
+
+  it('holds a host that boots the discovery image again after Rebooting, and follows it once fixed', async () => {
+    const c = await readyCluster(h, 'boot-iso', `control-plane:3,worker:1,${path.join(FIXTURE_PROFILES, 'worker-boots-iso.yaml')}:1`, 5);
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      const held = await waitClusterStatus(h, c.clusterId, ['installing', 'installing-pending-user-action'], 30000).then(async () => {
+        const { eventually } = await import('../support/services');
+        return eventually(async () => (await hostsOf(c.clusterId)).find((x) => x.status === 'installing-pending-user-action'), 60000, 'a host pending user action');
+      });
+      expect(held.status_info).toMatch(/boot order/);
+      // The operator fixes the boot order: the host boots from disk and its installer reports the remaining stages.
+      for (const stage of ['Configuring', 'Joined', 'Done']) {
+        const r = await call('PUT', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${held.id}/progress`, { body: { current_stage: stage } });
+        expect([stage, r.status]).toEqual([stage, 200]);
+      }
+      await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
+    } finally {
+      await c.report();
+    }
+  });
+});
