@@ -20,6 +20,7 @@ bash scripts/install-temporal.sh
 if [ "${1:-}" = "--test" ]; then
   bash scripts/install-system-tools.sh
   bash scripts/install-minio.sh
+  bash scripts/install-ignition-validate.sh
   bash scripts/install-compat-venv.sh
 fi
 

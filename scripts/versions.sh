@@ -6,3 +6,5 @@ TEMPORAL_CLI_VERSION=1.9.1
 TEMPORAL_CLI_GO_VERSION=v1.5.1
 # MinIO has no semver tags; the Go proxy serves this pseudo-version (2026-02-12 master).
 MINIO_GO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# ignition-validate (the real Ignition validator) from the Go module proxy.
+IGNITION_VERSION=v2.24.0
