@@ -16,6 +16,7 @@ commands:
   token agent <infra-env-id> [--ttl-hours N]
                       print a signed token for AUTH_TYPE=local (needs EC_PRIVATE_KEY_PEM)
   inventory           print this machine's inventory JSON (what the agent reports)
+  replay FILE...      replay saved workflow histories (temporal workflow show -o json) against this code
   fleet --infra-env ID [--url URL] [--count N] [--profiles control-plane:3,worker:2]
         [--duration-seconds S] [--poll-seconds S] [--token T] [--netns]
                       run N simulated hosts (agent loop + simulated executor) against a service
@@ -33,6 +34,10 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'inventory') {
     const { LinuxExecutor } = await import('../../agent/executors/linux');
     process.stdout.write(JSON.stringify(await new LinuxExecutor().inventory(), null, 2) + '\n');
+    return;
+  }
+  if (command === 'replay') {
+    await runReplay(rest);
     return;
   }
   if (command === 'fleet') {
@@ -105,6 +110,26 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`landfall: unknown command "${command}"\n${USAGE}`);
       process.exit(2);
   }
+}
+
+/** Replays histories against the workflow code of this build: a determinism break shows before a deploy. */
+async function runReplay(files: string[]): Promise<void> {
+  if (!files.length) throw new Error('replay needs one or more history JSON files');
+  const { readFileSync } = await import('node:fs');
+  const { DefaultLogger, Runtime, Worker } = await import('@temporalio/worker');
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  let failed = 0;
+  for (const file of files) {
+    const history = JSON.parse(readFileSync(file, 'utf8'));
+    try {
+      await Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history);
+      process.stdout.write(`replay ok: ${file}\n`);
+    } catch (err) {
+      failed++;
+      process.stdout.write(`replay FAILED: ${file}: ${(err as Error).message.split('\n')[0]}\n`);
+    }
+  }
+  if (failed) process.exit(1);
 }
 
 function flag(args: string[], name: string): string | undefined {

@@ -40,6 +40,14 @@ describe('install orchestration', () => {
       expect(listed).toEqual([`install-cluster-${c.clusterId}-attempt-1`]);
       const history = await handle.fetchHistory();
       expect(history.events!.length).toBeLessThan(1000);
+      // Saved histories feed the replay test (test/unit/workflow-replay.test.ts): SAVE_HISTORY=1 refreshes them.
+      if (process.env.SAVE_HISTORY === '1') {
+        const { writeFileSync } = await import('node:fs');
+        const { execFileSync } = await import('node:child_process');
+        const { temporalBinary } = await import('../../src/dev/temporal-dev-server');
+        const json = execFileSync(temporalBinary(), ['workflow', 'show', '--address', h.temporal.address, '-w', handle.workflowId, '-o', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+        writeFileSync(path.resolve(__dirname, '../fixtures/histories/install-cluster-3-2.json'), json);
+      }
 
       const kubeconfig = await call('GET', `${h.api.base}/clusters/${c.clusterId}/downloads/credentials?file_name=kubeconfig`);
       expect(kubeconfig.status).toBe(200);
