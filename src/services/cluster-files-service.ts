@@ -217,8 +217,9 @@ export async function listMonitoredOperators(ctx: ServiceContext, p: Principal, 
 }
 
 export async function reportOperator(ctx: ServiceContext, p: Principal, id: string, report: { name: string; version?: string; status?: string; status_info?: string }, requestId?: string): Promise<void> {
+  // Access is checked before the transaction: a query on another connection inside it could starve the pool.
+  await loadCluster(ctx, p, id);
   const available = await ctx.db.transaction(async (trx) => {
-    await loadCluster(ctx, p, id);
     const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
     const ops = ((c.doc.monitored_operators as Json[] | undefined) ?? []).filter((o) => o.name !== report.name);
     ops.push({ cluster_id: id, name: report.name, version: report.version ?? '', status: report.status ?? 'progressing', status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString(), operator_type: 'builtin' });
