@@ -10,6 +10,7 @@
  * the fleets run in this process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
   ];
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   const stop = new AbortController();
+  // One fleet per cluster listens on this signal.
+  setMaxListeners(0, stop.signal);
   try {
     await waitForPort('127.0.0.1', port, 30000, 'api', procs[0]);
     const base = `http://127.0.0.1:${port}/api/assisted-install/v2`;
