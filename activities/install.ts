@@ -181,6 +181,11 @@ export function createInstallActivities(ctx: ServiceContext) {
       });
     },
 
+    /** A host waits for the user (wrong boot order): the cluster says so too, and goes back when none waits. */
+    async markHostsPendingUser(input: { clusterId: string; pending: boolean }): Promise<void> {
+      await ctx.db.transaction((trx) => moveCluster(ctx, trx, input.clusterId, { type: 'HostNeedsUser', pending: input.pending }));
+    },
+
     async startFinalizing(input: { clusterId: string }): Promise<void> {
       await ctx.db.transaction(async (trx) => {
         const c = await moveCluster(ctx, trx, input.clusterId, { type: 'SuccessRuleMet' }, {});

@@ -149,11 +149,17 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
   }
 
   // Installing: follow every host until the success rule is met or cannot be.
+  let pendingUser = false;
   while (state.phase === 'installing' || state.phase === 'error') {
+    const anyPending = state.hosts.some((h) => h.status === 'installing-pending-user-action');
+    if (anyPending !== pendingUser && state.phase === 'installing') {
+      await acts.markHostsPendingUser({ clusterId: input.clusterId, pending: anyPending });
+      pendingUser = anyPending;
+    }
     const verdict = () => successRule(state.controlPlaneCount, state.hosts);
     waitingFor = state.phase === 'error' ? 'a retry of the failed host (retryHost), a cancel or a reset' : 'hosts to report their install stages';
     const tick = Math.min(60_000, timeouts.stageSoftMs);
-    await condition(() => stopped() || (state.phase === 'installing' && verdict() !== 'pending'), tick);
+    await condition(() => stopped() || (state.phase === 'installing' && (verdict() !== 'pending' || state.hosts.some((h) => h.status === 'installing-pending-user-action') !== pendingUser)), tick);
     if (stopped()) return finish(cancelled ? 'cancelled' : 'reset');
     if (state.phase === 'installing' && verdict() === 'met') break;
     if (state.phase === 'installing' && verdict() === 'impossible') {

@@ -129,6 +129,8 @@ describe('install orchestration', () => {
         return eventually(async () => (await hostsOf(c.clusterId)).find((x) => x.status === 'installing-pending-user-action'), 60000, 'a host pending user action');
       });
       expect(held.status_info).toMatch(/boot order/);
+      // The cluster says a host waits for the user.
+      await waitClusterStatus(h, c.clusterId, ['installing-pending-user-action'], 30000);
       // The operator fixes the boot order: the host boots from disk and its installer reports the remaining stages.
       for (const stage of ['Configuring', 'Joined', 'Done']) {
         const r = await call('PUT', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${held.id}/progress`, { body: { current_stage: stage } });

@@ -31,6 +31,7 @@ const clusterSituations: ClusterEvent[] = [
   { type: 'InstallFailed' },
   { type: 'ComponentsAvailable' },
   { type: 'HostRetried' },
+  ...bools.map((pending) => ({ type: 'HostNeedsUser' as const, pending })),
 ];
 
 const matching = <R extends { event: string; from: readonly string[]; guard?: unknown }>(rules: readonly R[], state: string, e: { type: string }) =>

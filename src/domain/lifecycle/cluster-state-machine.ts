@@ -35,7 +35,8 @@ export type ClusterEvent =
   | { type: 'SuccessRuleMet' }
   | { type: 'InstallFailed' }
   | { type: 'ComponentsAvailable' }
-  | { type: 'HostRetried' };
+  | { type: 'HostRetried' }
+  | { type: 'HostNeedsUser'; pending: boolean };
 
 export interface ClusterRule<E extends ClusterEvent['type'] = ClusterEvent['type']> {
   event: E;
@@ -63,6 +64,8 @@ export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
   rule({ event: 'InstallFailed', from: ['installing', 'installing-pending-user-action', 'finalizing'], to: 'error', info: 'Cluster installation failed', description: 'The success rule can no longer be met, or finalizing timed out.' }),
   rule({ event: 'ComponentsAvailable', from: ['finalizing'], to: 'installed', info: 'Cluster is installed', description: 'The in-cluster controller reported the core components available.' }),
   rule({ event: 'HostRetried', from: ['error'], to: 'installing', info: 'Installation in progress: a host is being retried', description: 'The user retried a failed host in place.' }),
+  rule({ event: 'HostNeedsUser', from: ['installing'], guard: (e) => e.pending, to: 'installing-pending-user-action', info: 'Cluster has hosts pending user action', description: 'A host booted the discovery image instead of its disk; the user must fix its boot order.' }),
+  rule({ event: 'HostNeedsUser', from: ['installing-pending-user-action'], guard: (e) => !e.pending, to: 'installing', info: 'Installation in progress', description: 'No host waits for the user any more.' }),
   rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE, to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
   rule({ event: 'ResetRequested', from: CLUSTER_RESETTABLE, to: 'insufficient', info: 'Reset cluster installation', description: 'The user reset the cluster; hosts must boot the discovery image again.' }),
 ];
