@@ -17,6 +17,7 @@ import * as events from '../../services/events-service';
 import type { Severity } from '../../domain/event-catalogue';
 import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
+import { streamEvents } from '../event-stream';
 
 const principal = (res: Response): Principal => res.locals.principal as Principal;
 const rid = (req: Request): string | undefined => (req as unknown as { id?: string }).id;
@@ -263,6 +264,9 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   });
 
   // ---- events
+  r.get('/v2/events/stream', async (req, res) => {
+    await streamEvents(ctx, principal(res), req, res);
+  });
   r.get('/v2/events', async (req, res) => {
     const limit = q(req, 'limit');
     const offset = q(req, 'offset');

@@ -1,0 +1,51 @@
+/**
+ * A live stream of a cluster's (or infra-env's) events over Server-Sent
+ * Events: GET /api/assisted-install/v2/events/stream?cluster_id=… (Landfall
+ * extension). It reads the events table by sequence number, so it works with
+ * any number of API processes and resumes from Last-Event-ID after a reconnect.
+ */
+import type { Request, Response } from 'express';
+import type { Principal } from '../auth/principal';
+import type { ServiceContext } from '../services/context';
+import { loadCluster, loadInfraEnv } from '../services/access';
+import { badRequest } from '../errors';
+import type { EventRow } from '../db/rows';
+import { presentEvent } from './assisted/presenters';
+
+const POLL_MS = 1000;
+const HEARTBEAT_MS = 15000;
+
+export async function streamEvents(ctx: ServiceContext, p: Principal, req: Request, res: Response): Promise<void> {
+  const clusterId = typeof req.query.cluster_id === 'string' ? req.query.cluster_id : undefined;
+  const infraEnvId = typeof req.query.infra_env_id === 'string' ? req.query.infra_env_id : undefined;
+  if (!clusterId && !infraEnvId) throw badRequest('cluster_id or infra_env_id is required');
+  if (clusterId) await loadCluster(ctx, p, clusterId);
+  if (infraEnvId) await loadInfraEnv(ctx, p, infraEnvId);
+  const lastId = Number(req.headers['last-event-id'] ?? req.query.after ?? 0);
+  let cursor = Number.isFinite(lastId) && lastId > 0 ? lastId : 0;
+
+  res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  res.flushHeaders();
+  let closed = false;
+  req.on('close', () => {
+    closed = true;
+  });
+  let lastWrite = Date.now();
+  while (!closed) {
+    const q = ctx.db<EventRow>('events').where('seq', '>', cursor).orderBy('seq').limit(500);
+    if (clusterId) q.where({ cluster_id: clusterId });
+    if (infraEnvId) q.where({ infra_env_id: infraEnvId });
+    const rows = await q;
+    for (const e of rows) {
+      res.write(`id: ${e.seq}\nevent: ${e.name}\ndata: ${JSON.stringify(presentEvent(e))}\n\n`);
+      cursor = Number(e.seq);
+      lastWrite = Date.now();
+    }
+    if (Date.now() - lastWrite > HEARTBEAT_MS) {
+      // A comment line keeps proxies from closing an idle stream.
+      res.write(': keep-alive\n\n');
+      lastWrite = Date.now();
+    }
+    if (rows.length < 500) await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
