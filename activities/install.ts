@@ -177,7 +177,11 @@ export function createInstallActivities(ctx: ServiceContext) {
       await ctx.db.transaction(async (trx) => {
         const c = await moveCluster(ctx, trx, input.clusterId, { type: 'InstallFailed' });
         if (c.status === 'error') await ctx.repos.clusters.update(input.clusterId, { status_info: `Cluster installation failed: ${input.reason}` }, trx);
-        await ctx.repos.events.add({ name: 'cluster_installation_failed', clusterId: input.clusterId, props: { reason: input.reason } }, trx);
+        // Where installs fail: the stage the (first) failed host was in, for the metrics.
+        const failed = await clusterHosts(input.clusterId, trx).where({ status: 'error' }).first();
+        const progress = (failed?.doc as Json | undefined)?.progress as { current_stage?: string; failed_at_stage?: string } | undefined;
+        const stage = progress?.failed_at_stage ?? progress?.current_stage ?? (failed ? 'unknown' : 'finalizing');
+        await ctx.repos.events.add({ name: 'cluster_installation_failed', clusterId: input.clusterId, props: { reason: input.reason, failing_stage: stage } }, trx);
       });
     },
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Debian packages the tests use for real network checks between simulated hosts
-# (ping, arping inside network namespaces). Installed only when missing and
-# when we are root; otherwise the tests that need them skip with a reason.
+# Debian packages the tests use: real network checks between simulated hosts
+# (ping, arping inside network namespaces) and promtool (checks /metrics) and xorriso, which builds the small
+# synthetic live ISO of the discovery-image tests. Installed only when missing
+# and when we are root; otherwise the tests that need them skip with a reason.
 set -euo pipefail
 missing=()
 command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
 command -v arping >/dev/null 2>&1 || missing+=(arping)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v xorriso >/dev/null 2>&1 || missing+=(xorriso)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); network-namespace tests will skip" >&2
+  echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); the tests that need them will skip" >&2
   exit 0
 fi
 echo "setup: installing ${missing[*]} (Debian)" >&2
 apt-get update -qq >/dev/null 2>&1 || true
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || echo "setup: could not install ${missing[*]}; network-namespace tests will skip" >&2
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || echo "setup: could not install ${missing[*]}; the tests that need them will skip" >&2

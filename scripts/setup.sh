@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
-#   --test   also the tools only the tests need (MinIO, the assisted-service Python client)
+#   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .state .tools
@@ -21,6 +21,7 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-system-tools.sh
   bash scripts/install-minio.sh
   bash scripts/install-ignition-validate.sh
+  bash scripts/install-coreos-installer.sh
   bash scripts/install-compat-venv.sh
 fi
 

@@ -8,3 +8,5 @@ TEMPORAL_CLI_GO_VERSION=v1.5.1
 MINIO_GO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # ignition-validate (the real Ignition validator) from the Go module proxy.
 IGNITION_VERSION=v2.24.0
+# coreos-installer (tests only: reads back the Ignition and kargs embedded in discovery ISOs), crates.io.
+COREOS_INSTALLER_VERSION=0.27.0

@@ -67,6 +67,7 @@ export const ENV_SCHEMA = z.object({
   EC_PUBLIC_KEY_PEM: optionalString,
   IMAGE_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600),
   RELEASES_FILE: optionalString,
+  BASE_ISO_PATH: optionalString,
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
   DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
@@ -110,6 +111,8 @@ export interface Config {
   storage: StorageConfig;
   auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number };
   releasesFile: string | undefined;
+  /** The base live ISO (CoreOS layout, with an Ignition embed area) discovery images are made from; unset: none served. */
+  images: { baseIsoPath: string | undefined };
   /** Check every response against the OpenAPI document (tests; costs CPU in production). */
   validateResponses: boolean;
   bodyLimitBytes: number;
@@ -185,6 +188,7 @@ export function parseConfig(
     storage,
     auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS },
     releasesFile: e.RELEASES_FILE,
+    images: { baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined },
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
@@ -228,6 +232,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     EC_PUBLIC_KEY_PEM: c.auth.publicKeyPem,
     IMAGE_URL_TTL_SECONDS: String(c.auth.imageUrlTtlSeconds),
     RELEASES_FILE: c.releasesFile,
+    BASE_ISO_PATH: c.images.baseIsoPath,
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
     DEMO_FLEET_HOSTS: String(c.demoFleetHosts),

@@ -207,12 +207,13 @@ export class SimulatedExecutor implements Executor {
     const seconds = this.profile.install?.stage_seconds ?? 1;
     for (const stage of STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk')) {
       if (stop.aborted) throw new Error('installation stopped');
+      await report(stage, stage === 'Writing image to disk' ? '100%' : stage === 'Starting installation' || stage === 'Installing' ? role : undefined);
+      // A failure happens inside a stage, after the host reported entering it (as a real installer does).
       if (this.profile.install?.fail_at_stage === stage && !(this.profile.install.fail_once && this.failures > 0)) {
         this.failures++;
         await report('Failed', `simulated failure at ${stage}`);
         throw new Error(`simulated failure at stage ${stage}`);
       }
-      await report(stage, stage === 'Writing image to disk' ? '100%' : stage === 'Starting installation' || stage === 'Installing' ? role : undefined);
       if (stage === 'Rebooting' && this.profile.install?.reboot_into_discovery) {
         // The boot order put the discovery image first: the host comes back as a discovery host.
         this.rebootedIntoDiscovery = true;

@@ -10,6 +10,7 @@ import type { SelfCheckRepo } from '../db/self-checks-repo';
 import type { ServiceContext } from '../services/context';
 import { healthRoutes } from './health-routes';
 import { selfCheckRoutes } from './self-check-routes';
+import { imageRoutes } from './image-routes';
 import { errorHandler, notFoundHandler } from './errors';
 import { assistedRoutes } from './assisted/routes';
 import { authenticate } from './assisted/auth';
@@ -27,6 +28,9 @@ export interface ApiDeps {
   authType: 'none' | 'local';
   validateResponses: boolean;
   bodyLimitBytes: number;
+  /** BASE_ISO_PATH: the live ISO discovery images are streamed from (unset: they answer 404). */
+  baseIsoPath?: string;
+  metricsRegistry?: import('prom-client').Registry;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -74,7 +78,15 @@ export function createApp(deps: ApiDeps): Express {
   app.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
 
   app.use(healthRoutes({ checks: deps.readinessChecks, timeoutMs: deps.readinessTimeoutMs }));
+  const registry = deps.metricsRegistry;
+  if (registry) {
+    app.get('/metrics', async (_req, res) => {
+      res.set('Content-Type', registry.contentType).send(await registry.metrics());
+    });
+  }
   app.use('/api/landfall/v1', selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
+  // Presigned image downloads (not part of the OpenAPI document): before its validator.
+  app.use(imageRoutes({ services: deps.services, baseIsoPath: deps.baseIsoPath }));
 
   const spec = loadOpenApiDocument();
   app.get(`${BASE_PATH}/v2/openapi.json`, (_req, res) => {

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
 import { createRepos } from '../services/context';
 import { buildServiceContext } from '../services/build-context';
+import { createMetrics } from '../metrics';
 import { createObjectStore } from '../storage';
 import { createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
@@ -22,6 +23,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const store = createObjectStore(cfg.storage);
   const temporal = createTemporalClient(cfg.temporal);
   const repos = createRepos(db);
+  const metrics = createMetrics(db);
   const app = createApp({
     logger,
     temporal,
@@ -29,7 +31,9 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     authType: cfg.auth.type,
     validateResponses: cfg.validateResponses,
     bodyLimitBytes: cfg.bodyLimitBytes,
-    services: buildServiceContext(cfg, { db, repos, store, temporal }),
+    baseIsoPath: cfg.images.baseIsoPath,
+    services: { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port },
+    metricsRegistry: metrics.registry,
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     readinessChecks: [
       { name: 'postgresql', check: () => pingDb(db) },

@@ -204,10 +204,15 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
         current_stage: progress.current_stage,
         progress_info: progress.progress_info ?? '',
         installation_percentage: check.percentage,
+        // Where it failed is the stage before Failed: keep it for reports and metrics.
+        ...(progress.current_stage === 'Failed' && current && current !== 'Failed' ? { failed_at_stage: current } : {}),
         stage_started_at: sameStage ? prev.stage_started_at : now,
         stage_updated_at: now,
       },
     };
+    if (!sameStage && current && typeof prev.stage_started_at === 'string') {
+      ctx.metrics?.stageDuration(current, host.bootstrap ? 'bootstrap' : host.role, (Date.parse(now) - Date.parse(prev.stage_started_at)) / 1000);
+    }
     const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info });
     const row = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), doc }, trx);
     await ctx.repos.events.add(

@@ -38,5 +38,6 @@ export interface ServiceContext {
   imageUrlTtlSeconds: number;
   lifecycle: LifecycleSettings;
   installTimeouts: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
+  metrics?: import('../metrics').MetricsPort;
   now: () => Date;
 }

@@ -80,6 +80,10 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
   for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
   for (const r of fixed) await ctx.repos.events.add({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } }, trx);
+  if (statusChanged && transition!.to === 'known' && !doc.known_at) {
+    ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
+    await ctx.repos.hosts.update({ infraEnvId: row.infra_env_id, hostId: row.id }, { doc: { ...(updated.doc as Json), known_at: ctx.now().toISOString() } }, trx);
+  }
   if (statusChanged && transition!.to !== row.status) {
     await ctx.repos.events.add({ ...base, name: 'host_status_updated', props: { host_name: hostName, src_status: row.status, new_status: transition!.to, info: transition!.info } }, trx);
   }

@@ -58,6 +58,17 @@ describe('install orchestration', () => {
       expect(master.body.ignition.version).toBe('3.4.0');
       const events = (await call('GET', `${h.api.base}/events?cluster_id=${c.clusterId}`)).body.map((e: any) => e.name);
       expect(events).toEqual(expect.arrayContaining(['cluster_prepare_installation_started', 'cluster_installation_started', 'cluster_finalizing_started', 'cluster_installation_completed']));
+
+      // /metrics: where installs stand, how long stages take, and promtool accepts the exposition.
+      const metrics = (await fetch(`${h.api.url}/metrics`).then((r) => r.text())) as string;
+      expect(metrics).toMatch(/^landfall_installs_total\{outcome="succeeded",release="1\.31",failing_stage=""\} [1-9]/m);
+      expect(metrics).toMatch(/^landfall_host_install_stage_duration_seconds_count\{stage="Installing",role="(master|worker|bootstrap)"\} [1-9]/m);
+      expect(metrics).toMatch(/^landfall_host_registration_to_known_seconds_count [1-9]/m);
+      expect(metrics).toMatch(/^landfall_hosts\{status="installed"\} [1-9]/m);
+      const { spawnSync } = await import('node:child_process');
+      const promtool = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
+      if (promtool.error) console.warn(`promtool not available: ${promtool.error.message}`);
+      else expect([promtool.status, promtool.stdout + promtool.stderr]).toEqual([0, '']);
     } finally {
       await c.report();
     }
@@ -89,6 +100,8 @@ describe('install orchestration', () => {
       expect(retried.status).toBe(202);
       expect(retried.body.status).toBe('installing');
       await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
+      const metrics = (await fetch(`${h.api.url}/metrics`).then((r) => r.text())) as string;
+      expect(metrics).toMatch(/^landfall_installs_total\{outcome="failed",release="1\.31",failing_stage="Writing image to disk"\} 1/m);
     } finally {
       await c.report();
     }

@@ -1,0 +1,117 @@
+/**
+ * Prometheus metrics for GET /metrics. Install outcomes and fleet state are
+ * read from PostgreSQL at scrape time, so every API process reports the same
+ * truth however many api and worker processes there are; durations observed
+ * in the request path (stage durations, registration → known) are histograms
+ * of this process.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Db } from './db/database';
+
+export interface MetricsPort {
+  stageDuration(stage: string, role: string, seconds: number): void;
+  registrationToKnown(seconds: number): void;
+}
+
+export function createMetrics(db: Db): { registry: Registry; port: MetricsPort } {
+  const registry = new Registry();
+  // prom-client's default Node metrics include gauges named *_total, which promtool rejects; export the two that matter.
+  new Gauge({
+    name: 'landfall_process_resident_memory_bytes',
+    help: 'Resident memory of this process',
+    registers: [registry],
+    collect() {
+      this.set(process.memoryUsage().rss);
+    },
+  });
+  new Counter({
+    name: 'landfall_process_cpu_seconds_total',
+    help: 'CPU time (user + system) used by this process',
+    registers: [registry],
+    collect() {
+      const u = process.cpuUsage();
+      this.reset();
+      this.inc((u.user + u.system) / 1e6);
+    },
+  });
+
+  const stage = new Histogram({
+    name: 'landfall_host_install_stage_duration_seconds',
+    help: 'How long hosts spent in each install stage (observed when the next stage is reported)',
+    labelNames: ['stage', 'role'],
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200],
+    registers: [registry],
+  });
+  const toKnown = new Histogram({
+    name: 'landfall_host_registration_to_known_seconds',
+    help: 'Time from a host registering to it first becoming known (all validations passing)',
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    registers: [registry],
+  });
+
+  const grouped = async (sql: string) => (await db.raw(sql)).rows as Array<Record<string, string>>;
+  new Gauge({
+    name: 'landfall_hosts',
+    help: 'Hosts by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of await grouped('select status, count(*)::int as n from hosts group by status')) this.set({ status: r.status! }, Number(r.n));
+    },
+  });
+  new Gauge({
+    name: 'landfall_clusters',
+    help: 'Clusters by status and release',
+    labelNames: ['status', 'release'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of await grouped('select status, openshift_version as release, count(*)::int as n from clusters group by 1, 2')) this.set({ status: r.status!, release: r.release! }, Number(r.n));
+    },
+  });
+  const EVENTS: Record<string, string> = { cluster_prepare_installation_started: 'started', cluster_installation_completed: 'succeeded', cluster_installation_failed: 'failed' };
+  new Counter({
+    name: 'landfall_installs_total',
+    help: 'Installs started, succeeded and failed, by release, and for failures the stage the failing host was in',
+    labelNames: ['outcome', 'release', 'failing_stage'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await grouped(
+        `select e.name, coalesce(c.openshift_version, 'unknown') as release, coalesce(e.props->>'failing_stage', '') as stage, count(*)::int as n
+         from events e left join clusters c on c.id = e.cluster_id
+         where e.name in ('cluster_prepare_installation_started', 'cluster_installation_completed', 'cluster_installation_failed')
+         group by 1, 2, 3`,
+      );
+      for (const r of rows) this.inc({ outcome: EVENTS[r.name!]!, release: r.release!, failing_stage: r.stage! }, Number(r.n));
+    },
+  });
+  new Gauge({
+    name: 'landfall_installed_clusters_first_attempt_ratio',
+    help: 'Share of installed clusters that installed at their first attempt',
+    registers: [registry],
+    async collect() {
+      const [r] = await grouped("select count(*) filter (where install_attempt = 1)::float as first, count(*)::float as total from clusters where status = 'installed'");
+      this.set(Number(r?.total) ? Number(r!.first) / Number(r!.total) : 0);
+    },
+  });
+  new Counter({
+    name: 'landfall_host_validation_failures_total',
+    help: 'Times a host validation started failing, by validation id',
+    labelNames: ['validation_id'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of await grouped("select props->>'validation_id' as id, count(*)::int as n from events where name = 'host_validation_failed' group by 1")) this.inc({ validation_id: r.id ?? 'unknown' }, Number(r.n));
+    },
+  });
+
+  return {
+    registry,
+    port: {
+      stageDuration: (s, role, seconds) => stage.observe({ stage: s, role }, seconds),
+      registrationToKnown: (seconds) => toKnown.observe(seconds),
+    },
+  };
+}

@@ -1,0 +1,219 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import express from 'express';
+import { toolsDir } from '../../src/dev/process-utils';
+import { imageRoutes } from '../../src/api/image-routes';
+import type { ServiceContext } from '../../src/services/context';
+import { call, PULL_SECRET, SSH_KEY, startApiHarness, type ApiHarness } from '../support/api-harness';
+import { buildSyntheticLiveIso, DEFAULT_KARGS, xorrisoAvailable, type SyntheticIso } from '../support/live-iso';
+import { tempDir } from '../support/services';
+
+/**
+ * The discovery ISO: the base live ISO streamed with the infra-env's Ignition
+ * in its embed area (and, minimal, kernel arguments that fetch the rootfs from
+ * Landfall), read back by the real coreos-installer.
+ */
+const coreosInstaller = path.join(toolsDir(), 'cargo', 'bin', 'coreos-installer');
+const haveXorriso = xorrisoAvailable();
+if (!haveXorriso) console.warn('discovery-iso tests skipped: xorriso is missing (scripts/install-system-tools.sh installs it as root)');
+const d = haveXorriso ? describe : describe.skip;
+
+let h: ApiHarness;
+let small: SyntheticIso;
+let big: SyntheticIso;
+let work: string;
+let fullIe: string;
+let minimalIe: string;
+const admin = () => ({ Authorization: `Bearer ${h.signer.sign({ use: 'user', sub: 'root', admin: true })}` });
+const imageToken = (id: string, ttl = 600, now = Date.now()) => h.signer.sign({ use: 'image', infra_env_id: id }, ttl, now);
+
+function ci(...args: string[]): string {
+  if (!existsSync(coreosInstaller)) throw new Error(`coreos-installer not installed at ${coreosInstaller}; run "bash scripts/install-coreos-installer.sh" (npm test does)`);
+  return execFileSync(coreosInstaller, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function download(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: Headers; body: Buffer }> {
+  const r = await fetch(url, { method, headers });
+  return { status: r.status, headers: r.headers, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+/** discovery.ign with the agent token (freshly signed on every call) replaced, for comparison. */
+const withoutToken = (ign: string) => ign.replace(/LANDFALL_AGENT_TOKEN%3D[A-Za-z0-9_.-]+/, 'LANDFALL_AGENT_TOKEN%3D<token>');
+
+d('discovery ISO', () => {
+  beforeAll(async () => {
+    small = await buildSyntheticLiveIso({ fillerBytes: 2 * 1024 * 1024, name: 'small.iso' });
+    work = tempDir('iso-downloads');
+    h = await startApiHarness({ authType: 'local', env: { BASE_ISO_PATH: small.path } });
+    const mk = async (name: string, type: string) =>
+      (await call('POST', `${h.base}/infra-envs`, { headers: admin(), body: { name, pull_secret: PULL_SECRET, ssh_authorized_key: SSH_KEY, image_type: type, additional_ntp_sources: 'ntp.example.com' } })).body.id as string;
+    fullIe = await mk('iso-full', 'full-iso');
+    minimalIe = await mk('iso-minimal', 'minimal-iso');
+  });
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it('embeds exactly the discovery Ignition into the full ISO, as coreos-installer reads it', async () => {
+    const u = await call('GET', `${h.base}/infra-envs/${fullIe}/downloads/image-url`, { headers: admin() });
+    expect(u.status).toBe(200);
+    expect(u.body.url).toMatch(new RegExp(`/images/${fullIe}/full\\.iso\\?image_token=`));
+    const iso = await download(u.body.url);
+    expect(iso.status).toBe(200);
+    expect(iso.headers.get('content-length')).toBe(String(small.size));
+    expect(iso.headers.get('accept-ranges')).toBe('bytes');
+    expect(iso.body.length).toBe(small.size);
+    const file = path.join(work, 'full.iso');
+    writeFileSync(file, iso.body);
+
+    const embedded = ci('iso', 'ignition', 'show', file);
+    const api = await call('GET', `${h.base}/infra-envs/${fullIe}/downloads/files?file_name=discovery.ign`, { headers: admin() });
+    expect(api.status).toBe(200);
+    // Byte for byte, but for the agent token, which is signed afresh for every download.
+    expect(withoutToken(embedded)).toBe(withoutToken(api.text));
+    expect(embedded).not.toBe(withoutToken(embedded));
+    const token = decodeURIComponent(/LANDFALL_AGENT_TOKEN%3D([A-Za-z0-9_.-]+)/.exec(embedded)![1]!);
+    expect(h.signer.verify(token)).toMatchObject({ use: 'agent', infra_env_id: fullIe });
+    // The full ISO keeps the image's own kernel arguments.
+    expect(ci('iso', 'kargs', 'show', file).trim()).toBe(DEFAULT_KARGS);
+
+    // Outside the embed area, the image is the base image.
+    const base = readFileSync(small.path);
+    const { offset, length } = small.ignition;
+    expect(iso.body.subarray(0, offset).equals(base.subarray(0, offset))).toBe(true);
+    expect(iso.body.subarray(offset + length).equals(base.subarray(offset + length))).toBe(true);
+    // Inside: a gzip'd newc cpio with config.ign, zero padding after it.
+    const cpio = gunzipSync(iso.body.subarray(offset, offset + length));
+    expect(cpio.subarray(0, 6).toString()).toBe('070701');
+    expect(cpio.includes(Buffer.from('config.ign\0'))).toBe(true);
+    expect(cpio.includes(Buffer.from('TRAILER!!!\0'))).toBe(true);
+  });
+
+  it('points the minimal ISO at a rootfs served by Landfall', async () => {
+    const u = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/image-url`, { headers: admin() });
+    expect(u.body.url).toMatch(new RegExp(`/images/${minimalIe}/minimal\\.iso\\?image_token=`));
+    const iso = await download(u.body.url);
+    expect(iso.status).toBe(200);
+    const file = path.join(work, 'minimal.iso');
+    writeFileSync(file, iso.body);
+    const kargs = ci('iso', 'kargs', 'show', file).trim();
+    expect(kargs).toBe(`mitigations=auto,nosmt ignition.firstboot ignition.platform.id=metal coreos.live.rootfs_url=${h.url}/images/${minimalIe}/rootfs.img`);
+    expect(ci('iso', 'kargs', 'show', '--default', file).trim()).toBe(DEFAULT_KARGS);
+    const embedded = ci('iso', 'ignition', 'show', file);
+    const api = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/files?file_name=discovery.ign`, { headers: admin() });
+    expect(withoutToken(embedded)).toBe(withoutToken(api.text));
+  });
+
+  it('answers HEAD, single ranges (straddling the embed area) and unsatisfiable ranges', async () => {
+    const url = `${h.url}/images/${fullIe}/full.iso?image_token=${imageToken(fullIe)}`;
+    const head = await download(url, {}, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(small.size));
+    expect(head.headers.get('accept-ranges')).toBe('bytes');
+    expect(head.body.length).toBe(0);
+
+    const whole = await download(url);
+    expect(whole.status).toBe(200);
+    const { offset, length } = small.ignition;
+    const ranges: Array<[string, number, number]> = [
+      [`bytes=${offset - 1000}-${offset + 999}`, offset - 1000, offset + 999],
+      [`bytes=${offset + length - 10}-${offset + length + 5000}`, offset + length - 10, offset + length + 5000],
+      [`bytes=${offset - 5}-${offset + length + 5}`, offset - 5, offset + length + 5],
+      [`bytes=${small.size - 100}-`, small.size - 100, small.size - 1],
+      ['bytes=-300', small.size - 300, small.size - 1],
+      [`bytes=0-${small.size + 1000}`, 0, small.size - 1],
+    ];
+    for (const [range, start, end] of ranges) {
+      const r = await download(url, { Range: range });
+      expect([range, r.status]).toEqual([range, 206]);
+      expect(r.headers.get('content-range')).toBe(`bytes ${start}-${end}/${small.size}`);
+      expect(r.body.equals(whole.body.subarray(start, end + 1))).toBe(true);
+    }
+    // A HEAD with a range tells the length of the part.
+    const headRange = await download(url, { Range: `bytes=${offset}-${offset + 9}` }, 'HEAD');
+    expect([headRange.status, headRange.headers.get('content-length')]).toEqual([206, '10']);
+
+    const past = await download(url, { Range: `bytes=${small.size}-` });
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe(`bytes */${small.size}`);
+    // Several ranges at once: the whole image (a server may ignore Range).
+    expect((await download(url, { Range: 'bytes=0-1,5-6' })).status).toBe(200);
+    // If-Range with a stale validator: the whole image again.
+    const etag = whole.headers.get('etag')!;
+    expect((await download(url, { Range: 'bytes=0-9', 'If-Range': etag })).status).toBe(206);
+    expect((await download(url, { Range: 'bytes=0-9', 'If-Range': '"stale"' })).status).toBe(200);
+  });
+
+  it('answers a bad, expired or foreign token exactly like an unknown infra-env (404)', async () => {
+    const unknown = randomUUID();
+    const missing = await call('GET', `${h.url}/images/${unknown}/full.iso?image_token=${imageToken(unknown)}`);
+    expect(missing.status).toBe(404);
+    const shape = (body: unknown, id: string) => JSON.parse(JSON.stringify(body).split(id).join('<id>'));
+    const expected = shape(missing.body, unknown);
+    expect(expected).toEqual({ kind: 'Error', id: 404, href: '', code: '404', reason: 'infra-env <id> not found' });
+
+    const [head, , sig] = imageToken(fullIe).split('.');
+    const cases: Record<string, string> = {
+      none: '',
+      garbage: '?image_token=not-a-token',
+      forged: `?image_token=${head}.${Buffer.from(JSON.stringify({ use: 'image', infra_env_id: fullIe, exp: 9999999999 })).toString('base64url')}.${sig}`,
+      expired: `?image_token=${imageToken(fullIe, 60, Date.now() - 3600_000)}`,
+      foreign: `?image_token=${imageToken(minimalIe)}`,
+      agent: `?image_token=${h.signer.sign({ use: 'agent', infra_env_id: fullIe }, 600)}`,
+    };
+    for (const [what, q] of Object.entries(cases)) {
+      for (const ie of [fullIe, unknown]) {
+        const r = await call('GET', `${h.url}/images/${ie}/full.iso${q}`);
+        expect([what, r.status, shape(r.body, ie)]).toEqual([what, 404, expected]);
+      }
+    }
+    expect((await call('GET', `${h.url}/images/${fullIe}/other.iso?image_token=${imageToken(fullIe)}`)).status).toBe(404);
+  });
+
+  it('answers 404 naming the missing configuration when no base image is configured', async () => {
+    const app = express();
+    app.use(imageRoutes({ services: { signer: undefined, baseUrl: 'http://x', now: () => new Date() } as unknown as ServiceContext, baseIsoPath: undefined }));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const r = await call('GET', `http://127.0.0.1:${(server.address() as AddressInfo).port}/images/${randomUUID()}/full.iso`);
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ kind: 'Error', id: 404, href: '', code: '404', reason: expect.stringMatching(/no base image is configured.*BASE_ISO_PATH/) });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('streams a 64 MiB image in constant memory', async () => {
+    big = await buildSyntheticLiveIso({ fillerBytes: 64 * 1024 * 1024, name: 'big.iso' });
+    const h2 = await startApiHarness({ authType: 'none', env: { BASE_ISO_PATH: big.path } });
+    try {
+      const ie = (await call('POST', `${h2.base}/infra-envs`, { body: { name: 'big', pull_secret: PULL_SECRET } })).body.id as string;
+      global.gc?.();
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      // AUTH_TYPE=none still signs image URLs when a key is configured (the harness configures one).
+      const res = await fetch(`${h2.url}/images/${ie}/full.iso?image_token=${h2.signer.sign({ use: 'image', infra_env_id: ie }, 600)}`);
+      expect(res.status).toBe(200);
+      let received = 0;
+      const reader = res.body!.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        received += value.length;
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }
+      expect(received).toBe(big.size);
+      const grown = peak - before;
+      console.log(`64 MiB discovery ISO download: RSS grew by ${(grown / 1048576).toFixed(1)} MiB`);
+      // The image is 64 MiB; a buffered response would add at least that.
+      expect(grown).toBeLessThan(24 * 1024 * 1024);
+    } finally {
+      await h2.stop();
+    }
+  });
+});
