@@ -5,6 +5,7 @@ import { CLUSTER_STATES, CLUSTER_TRANSITIONS, nextClusterStatus, type ClusterEve
 import { HOST_STAGES } from '../../src/domain/install-stages';
 import { clusterStateMachineDoc, hostStateMachineDoc } from '../../src/domain/lifecycle/state-machine-docs';
 import { validationsDoc } from '../../src/domain/lifecycle/validations-docs';
+import { eventsDoc } from '../../src/domain/events-docs';
 
 const bools = [true, false];
 const hostSituations: HostEvent[] = [
@@ -83,6 +84,7 @@ describe('generated state-machine docs', () => {
     ['host-state-machine.md', hostStateMachineDoc],
     ['cluster-state-machine.md', clusterStateMachineDoc],
     ['validations.md', validationsDoc],
+    ['events.md', eventsDoc],
   ])('docs/%s is current', (file, render) => {
     const target = path.resolve(__dirname, '../../docs', file);
     if (process.env.UPDATE_DOCS === '1') writeFileSync(target, render());
