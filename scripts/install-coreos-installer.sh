@@ -29,6 +29,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 echo "setup: building coreos-installer $COREOS_INSTALLER_VERSION with cargo install (cold: several minutes)" >&2
 mkdir -p "$TOOLS/cargo"
-cargo install --locked --quiet --root "$TOOLS/cargo" coreos-installer --version "$COREOS_INSTALLER_VERSION"
+# The build directory lives outside the checkout (like Go's build cache), so a fresh clone
+# on the same machine links in seconds instead of compiling for minutes.
+cargo install --locked --quiet --root "$TOOLS/cargo" --target-dir "${XDG_CACHE_HOME:-$HOME/.cache}/landfall/cargo-target" coreos-installer --version "$COREOS_INSTALLER_VERSION"
 rm -f "$TOOLS"/cargo/bin/.coreos-installer-*
 touch "$stamp"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: real network checks between simulated hosts
-# (ping, arping inside network namespaces) and promtool (checks /metrics) and xorriso, which builds the small
+# (ping, arping inside network namespaces), promtool (checks /metrics) and xorriso, which builds the small
 # synthetic live ISO of the discovery-image tests. Installed only when missing
 # and when we are root; otherwise the tests that need them skip with a reason.
 set -euo pipefail
