@@ -95,10 +95,11 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
-  // Only steps beyond inventory need the host row (inventory, cluster): a discovering host's poll stays one UPDATE.
-  const row = plan.steps.some((t) => t !== 'inventory') ? await ctx.repos.hosts.get(key) : undefined;
+  // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
+  let row: Promise<HostRow | undefined> | undefined;
+  const polling = { id: hostId, cluster_id: host.clusterId, row: () => (row ??= ctx.repos.hosts.get(key)) };
   for (const type of plan.steps) {
-    const args = type === 'inventory' ? [hostId] : row ? await stepArgs(ctx, type, row) : undefined;
+    const args = await stepArgs(ctx, type, polling);
     if (args) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
   }
   // Most polls find the queue empty; checkIn said so without another round trip.
@@ -159,10 +160,14 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     }
     if (!needsJson) return undefined;
     if (reply.step_type === 'inventory') {
+      // The same result as stored is no new fact: nothing to write, nothing to re-validate.
+      if (host.inventory === output) return undefined;
       await ctx.repos.hosts.update(key, { inventory: output }, trx);
     } else {
       const target = REPLY_FIELD[reply.step_type]!;
       const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
+      const doc = host.doc as Record<string, unknown>;
+      if (Object.entries(fields).every(([k, v]) => doc[k] === v) && reply.step_type !== 'installation-disk-speed-check') return undefined;
       await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
     }
     // New facts: validations and statuses follow in the same transaction.

@@ -47,19 +47,31 @@ async function clusterView(ctx: ServiceContext, clusterId: string): Promise<Clus
   return view;
 }
 
-export async function stepArgs(ctx: ServiceContext, type: string, host: HostRow): Promise<string[] | undefined> {
+/**
+ * The poll knows only the host's id and cluster; the row (with its ~10 KB
+ * inventory) is loaded only when a step needs what the cluster view lacks.
+ */
+export interface PollingHost {
+  id: string;
+  cluster_id: string | null;
+  row(): Promise<HostRow | undefined>;
+}
+
+export async function stepArgs(ctx: ServiceContext, type: string, host: PollingHost): Promise<string[] | undefined> {
   if (type === 'inventory') return [host.id];
-  const inventory = parseJson<Inventory>(host.inventory);
   if (type === 'installation-disk-speed-check') {
-    const disk = ((host.doc as Record<string, unknown>).installation_disk_path as string | undefined) ?? inventory?.disks.find((d) => d.installation_eligibility.eligible)?.path;
+    const row = await host.row();
+    const inventory = parseJson<Inventory>(row?.inventory);
+    const disk = ((row?.doc as Record<string, unknown> | undefined)?.installation_disk_path as string | undefined) ?? inventory?.disks.find((d) => d.installation_eligibility.eligible)?.path;
     return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
   }
   const view = host.cluster_id ? await clusterView(ctx, host.cluster_id) : undefined;
+  const self = view?.peers.find((p) => p.host_id === host.id);
   switch (type) {
     case 'ntp-synchronizer':
       return [JSON.stringify({ ntp_source: view?.ntp ?? '' })];
     case 'connectivity-check': {
-      if (!view || !inventory) return undefined;
+      if (!view || !self) return undefined;
       let peers = view.peers.filter((p) => p.host_id !== host.id && p.nics.length);
       if (!peers.length) return undefined;
       if (peers.length > MAX_PEERS) {
@@ -69,7 +81,8 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: HostRow)
       return [JSON.stringify(peers)];
     }
     case 'free-network-addresses': {
-      const nets = view?.machineNetworks.length ? view.machineNetworks : [...new Set((inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))];
+      const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses);
+      const nets = view?.machineNetworks.length ? view.machineNetworks : [...new Set(own.map(networkOf))];
       // Only small networks are swept (a /24 at most), so a host never probes thousands of addresses.
       const small = nets.filter((n) => Number(n.split('/')[1]) >= 24 && n.includes('.'));
       return small.length ? [JSON.stringify(small)] : undefined;
