@@ -9,19 +9,13 @@
  * per 1,000 hosts at the service's real 60 s poll (scaled linearly from the
  * faster poll the run uses to get enough samples).
  */
+import { benchDatabase, numberFlag, watchdog } from './support';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort, repoRoot, sleep, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { createDb } from '../src/db/database';
-import { migrateLatest } from '../src/db/migrations';
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberFlag;
 const TICK = 100; // USER_HZ on Linux
 function cpuSeconds(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -33,12 +27,8 @@ async function main(): Promise<void> {
   const hosts = arg('hosts', 2000);
   const poll = arg('poll-seconds', 10);
   const duration = arg('duration', 40);
-  const watchdog = setTimeout(() => process.exit(2), (duration + 120) * 1000);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'landfall-bench-fleet-'));
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
-  const db = createDb(pg.url, 2);
-  await migrateLatest(db);
-  await db.destroy();
+  const dog = watchdog((duration + 120) * 1000);
+  const { dir, pg } = await benchDatabase('fleet');
   const port = await freePort();
   const main = path.join(repoRoot(), 'dist/src/cli/main.js');
   const api = spawn(process.execPath, [main, 'api'], {
@@ -77,7 +67,7 @@ async function main(): Promise<void> {
   } finally {
     await stopProcess(api, 5000);
     await pg.stop();
-    clearTimeout(watchdog);
+    clearTimeout(dog);
   }
 }
 

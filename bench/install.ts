@@ -9,38 +9,24 @@
  * Real Temporal dev server, one API process and one worker process (children), embedded PostgreSQL;
  * the fleets run in this process.
  */
+import { benchDatabase, numberFlag, watchdog } from './support';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { runFleet } from '../agent/fleet';
-import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { startTemporalDevServer, temporalBinary } from '../src/dev/temporal-dev-server';
 import { freePort, repoRoot, sleep, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { createDb } from '../src/db/database';
-import { migrateLatest } from '../src/db/migrations';
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberFlag;
 const PROFILES = path.join(repoRoot(), 'bench', 'profiles');
 const MIX = `${path.join(PROFILES, 'instant-control-plane.yaml')}:3,${path.join(PROFILES, 'instant-worker.yaml')}:2`;
 
 async function main(): Promise<void> {
   const clusters = arg('clusters', 50);
-  const watchdog = setTimeout(() => {
-    console.error('bench: watchdog expired');
-    process.exit(2);
-  }, 20 * 60_000);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'landfall-bench-install-'));
+  const dog = watchdog(20 * 60_000);
+  const { dir, pg } = await benchDatabase('install');
   const temporal = await startTemporalDevServer({ binary: temporalBinary(), port: await freePort(), dbFile: path.join(dir, 'temporal.sqlite'), namespace: 'default', retentionHours: 24 });
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
-  const db = createDb(pg.url, 2);
-  await migrateLatest(db);
-  await db.destroy();
   const port = await freePort();
   const env = { PATH: process.env.PATH, DATABASE_URL: pg.url, DATABASE_POOL_MAX: '20', TEMPORAL_ADDRESS: temporal.address, STORAGE_LOCAL_DIR: path.join(dir, 'objects'), LOG_LEVEL: 'warn', HOST_MONITOR_INTERVAL_MS: '60000' };
   const main = path.join(repoRoot(), 'dist/src/cli/main.js');
@@ -110,7 +96,7 @@ async function main(): Promise<void> {
     for (const p of procs) await stopProcess(p, 10000);
     await pg.stop();
     await temporal.stop();
-    clearTimeout(watchdog);
+    clearTimeout(dog);
   }
 }
 

@@ -9,35 +9,21 @@
  * simulated (the agent's simulated executor makes their inventories and full
  * connectivity reports). Targets: report → visible p99 under 200 ms.
  */
+import { benchDatabase, numberFlag, watchdog } from './support';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { SimulatedExecutor, SimulatedNetwork, simulatedIdentity } from '../agent/executors/simulated';
 import { loadProfile } from '../agent/profiles';
-import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort, repoRoot, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { createDb } from '../src/db/database';
-import { migrateLatest } from '../src/db/migrations';
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberFlag;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 async function main(): Promise<void> {
   const hosts = arg('hosts', 100);
   const samples = arg('samples', 200);
-  const watchdog = setTimeout(() => {
-    console.error('bench: watchdog expired');
-    process.exit(2);
-  }, 15 * 60_000);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'landfall-bench-lifecycle-'));
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
-  const db = createDb(pg.url, 2);
-  await migrateLatest(db);
-  await db.destroy();
+  const dog = watchdog(15 * 60_000);
+  const { dir, pg } = await benchDatabase('lifecycle');
   const port = await freePort();
   const profDir = path.join(dir, 'prof');
   const cpuProf = process.argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
@@ -112,7 +98,7 @@ async function main(): Promise<void> {
   } finally {
     await stopProcess(api, 5000, 'SIGINT');
     await pg.stop();
-    clearTimeout(watchdog);
+    clearTimeout(dog);
   }
   if (cpuProf.length) {
     const { readdirSync, readFileSync } = await import('node:fs');
