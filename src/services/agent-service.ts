@@ -18,7 +18,7 @@ import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
 import { refreshForHost } from './refresh-service';
-import { stepArgs } from './step-args';
+import { dueNow, forgetSentSteps, stepArgs } from './step-args';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
 
@@ -70,6 +70,7 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
+  forgetSentSteps(body.host_id);
   if (reported) await signalHostReport(ctx, reported.clusterId, { hostId: body.host_id, status: reported.status });
   return registered;
 }
@@ -98,9 +99,10 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
   let row: Promise<HostRow | undefined> | undefined;
   const polling = { id: hostId, cluster_id: host.clusterId, row: () => (row ??= ctx.repos.hosts.get(key)) };
+  const now = ctx.now().getTime();
   for (const type of plan.steps) {
     const args = await stepArgs(ctx, type, polling);
-    if (args) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
+    if (args && dueNow(hostId, type, args, now)) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
   }
   // Most polls find the queue empty; checkIn said so without another round trip.
   const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];

@@ -96,3 +96,37 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
       return undefined;
   }
 }
+
+/**
+ * How often a step with unchanged arguments is asked again. A step whose
+ * arguments changed (new peers, another machine network) goes out on the next
+ * poll; an unchanged one waits, which keeps the poll answer small: with 50
+ * peers, the connectivity-check arguments alone are ~7 KB on every poll.
+ */
+export const STEP_REPEAT_MS: Record<string, number> = {
+  inventory: 5 * 60_000,
+  'connectivity-check': 2 * 60_000,
+  'free-network-addresses': 5 * 60_000,
+  'ntp-synchronizer': 2 * 60_000,
+  'domain-resolution': 5 * 60_000,
+};
+
+const lastSent = new Map<string, { args: string; at: number }>();
+
+/** Whether to hand out this step now: first time, changed arguments, or its repeat interval passed. */
+export function dueNow(hostId: string, type: string, args: string[], nowMs: number): boolean {
+  const every = STEP_REPEAT_MS[type];
+  if (every === undefined) return true;
+  const key = `${hostId}/${type}`;
+  const text = args.join('\u0000');
+  const prev = lastSent.get(key);
+  if (prev && prev.args === text && nowMs - prev.at < every) return false;
+  if (lastSent.size > 500_000) lastSent.clear();
+  lastSent.set(key, { args: text, at: nowMs });
+  return true;
+}
+
+/** A host that registers again starts fresh: everything is asked on its next poll. */
+export function forgetSentSteps(hostId: string): void {
+  for (const type of Object.keys(STEP_REPEAT_MS)) lastSent.delete(`${hostId}/${type}`);
+}

@@ -20,10 +20,14 @@ afterAll(async () => {
 describe('fleet simulator against the API', () => {
   it('registers every profile and stores what each reports', async () => {
     const profiles = ['control-plane', 'worker', 'undersized', 'slow-disk', 'skewed-clock', 'isolated'];
+    // Ask for the inventory on every poll here, so the agents' reply cache has something to hold back.
+    const { STEP_REPEAT_MS } = await import('../../src/services/step-args');
+    const saved = STEP_REPEAT_MS.inventory!;
+    STEP_REPEAT_MS.inventory = 0;
     const report = await runFleet(
       { serviceUrl: h.url, infraEnvId, count: profiles.length, mix: profiles.join(','), durationSeconds: 4, pollIntervalSeconds: 1, rampSeconds: 0 },
       new AbortController().signal,
-    );
+    ).finally(() => (STEP_REPEAT_MS.inventory = saved));
     expect(report.registered).toBe(6);
     expect(report.polls).toBeGreaterThanOrEqual(12);
     expect(report.failures).toBe(0);
