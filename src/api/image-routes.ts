@@ -20,7 +20,8 @@ import { AppError, notFound } from '../errors';
 import type { ServiceContext } from '../services/context';
 import { discoveryIgnitionFor } from '../services/infra-envs-service';
 import { EmbedAreaError, ignitionAreaBytes, kargsPatches, minimalIsoKargs, readIsoLayout, type IsoLayout, type Patch } from '../iso/embed-area';
-import { patchedEtag, sendPatchedFile } from '../iso/stream';
+import { patchedEtag, sendExtent, sendPatchedFile } from '../iso/stream';
+import { IsoImage } from '../iso/iso9660';
 import { errorBody, notFoundHandler } from './errors';
 
 const IMAGE_SERVICE: Principal = { kind: 'admin', user: 'landfall-image-service' };
@@ -91,6 +92,48 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     while (patchCache.size > MAX_CACHED) patchCache.delete(patchCache.keys().next().value!);
     return patches;
   };
+
+  /**
+   * The live system's parts inside the base ISO, for the minimal ISO (rootfs)
+   * and PXE (kernel, initrd, rootfs): the same token rules as the ISO itself.
+   * Paths are the ISO 9660 (8.3, upper-case) names, as coreos-installer looks them up.
+   */
+  const ARTIFACTS: Record<string, { path: string; type: string }> = {
+    'rootfs.img': { path: 'IMAGES/PXEBOOT/ROOTFS.IMG', type: 'application/octet-stream' },
+    'vmlinuz': { path: 'IMAGES/PXEBOOT/VMLINUZ', type: 'application/octet-stream' },
+    'initrd.img': { path: 'IMAGES/PXEBOOT/INITRD.IMG', type: 'application/octet-stream' },
+  };
+  // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
+  router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
+    const infraEnvId = String(req.params.infraEnvId);
+    checkToken(req, infraEnvId);
+    res.type('application/vnd.coreos.ignition+json').send(await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId));
+  });
+
+  router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
+    const artifact = ARTIFACTS[String(req.params.file)];
+    if (!artifact) return next();
+    const infraEnvId = String(req.params.infraEnvId);
+    checkToken(req, infraEnvId);
+    // The infra-env must exist (and the answer for a foreign one is the same 404).
+    if (!(await ctx.repos.infraEnvs.get(infraEnvId))) throw notFound(`infra-env ${infraEnvId}`);
+    if (!deps.baseIsoPath) {
+      res.status(404).json(errorBody(404, 'no base image is configured (BASE_ISO_PATH is unset)'));
+      return;
+    }
+    const fh = await open(deps.baseIsoPath, 'r');
+    try {
+      const st = await fh.stat();
+      const entry = await (await IsoImage.open(fh)).find(artifact.path);
+      if (!entry || entry.directory) {
+        res.status(404).json(errorBody(404, `the base image has no ${artifact.path}`));
+        return;
+      }
+      await sendExtent(req, res, { fh, offset: entry.offset, length: entry.length, etag: `"${st.ino}-${st.mtimeMs}-${entry.offset}"`, contentType: artifact.type, filename: String(req.params.file) });
+    } finally {
+      await fh.close();
+    }
+  });
 
   router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
     const infraEnvId = String(req.params.infraEnvId);

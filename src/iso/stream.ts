@@ -136,3 +136,39 @@ export async function sendPatchedFile(req: IncomingMessage, res: ServerResponse,
     }
   }
 }
+
+/**
+ * Answers GET or HEAD with one file stored inside the image (an extent: offset
+ * and length), with the same Range handling as the whole image. Used for the
+ * live rootfs, kernel and initrd that PXE and the minimal ISO fetch.
+ */
+export async function sendExtent(req: IncomingMessage, res: ServerResponse, o: { fh: FileHandle; offset: number; length: number; etag: string; contentType: string; filename: string }): Promise<void> {
+  res.setHeader('Accept-Ranges', 'bytes');
+  res.setHeader('ETag', o.etag);
+  res.setHeader('Content-Disposition', `attachment; filename="${o.filename}"`);
+  const range = parseRange(req.headers.range, o.length);
+  if (range.kind === 'unsatisfiable') {
+    res.statusCode = 416;
+    res.setHeader('Content-Range', `bytes */${o.length}`);
+    res.setHeader('Content-Length', '0');
+    res.end();
+    return;
+  }
+  const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, o.length - 1];
+  res.statusCode = range.kind === 'partial' ? 206 : 200;
+  res.setHeader('Content-Type', o.contentType);
+  res.setHeader('Content-Length', String(end - start + 1));
+  if (range.kind === 'partial') res.setHeader('Content-Range', `bytes ${start}-${end}/${o.length}`);
+  if (req.method === 'HEAD' || end < start) {
+    res.end();
+    return;
+  }
+  try {
+    await pipeline(Readable.from(patchedBytes(o.fh, [], o.offset + start, o.offset + end), { objectMode: false }), res);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
+      res.destroy(err as Error);
+      throw err;
+    }
+  }
+}

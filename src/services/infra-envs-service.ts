@@ -139,3 +139,21 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
   });
   return JSON.stringify(config);
 }
+
+/**
+ * The iPXE script that network-boots the discovery image: kernel, initrd and
+ * rootfs from the base image, the discovery Ignition from this service, each
+ * URL carrying a short-lived image token when the service signs them.
+ */
+export async function ipxeScript(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
+  await loadInfraEnv(ctx, p, id);
+  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id }, ctx.imageUrlTtlSeconds);
+  const url = (file: string) => `${ctx.baseUrl}/images/${id}/${file}${token ? `?image_token=${token}` : ''}`;
+  return [
+    '#!ipxe',
+    `initrd --name initrd ${url('initrd.img')}`,
+    `kernel ${url('vmlinuz')} initrd=initrd coreos.live.rootfs_url=${url('rootfs.img')} ignition.firstboot ignition.platform.id=metal ignition.config.url=${url('discovery.ign')}`,
+    'boot',
+    '',
+  ].join('\n');
+}

@@ -58,6 +58,29 @@ d('discovery ISO', () => {
     await h?.stop();
   });
 
+  it('serves an iPXE script whose kernel, initrd, rootfs and Ignition URLs all work, and only for their infra-env', async () => {
+    const r = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/files?file_name=ipxe-script`, { headers: admin() });
+    expect(r.status).toBe(200);
+    expect(r.text.startsWith('#!ipxe\n')).toBe(true);
+    const urls = [...r.text.matchAll(/https?:\/\/\S+/g)].map((m) => m[0]);
+    const byName = (n: string) => urls.find((u) => new URL(u).pathname.endsWith(`/${n}`))!;
+    for (const n of ['initrd.img', 'vmlinuz', 'rootfs.img', 'discovery.ign']) {
+      const got = await download(byName(n));
+      expect([n, got.status, got.status === 200 ? '' : got.body.toString()]).toEqual([n, 200, '']);
+    }
+    expect(r.text).toMatch(/kernel \S+\/vmlinuz\S* initrd=initrd coreos\.live\.rootfs_url=\S+\/rootfs\.img\S* .*ignition\.config\.url=\S+\/discovery\.ign/);
+    const rootfs = await download(byName('rootfs.img'));
+    expect(rootfs.body.length).toBe(2 * 1024 * 1024);
+    const part = await download(byName('rootfs.img'), { Range: 'bytes=1000-1999' });
+    expect(part.status).toBe(206);
+    expect(part.body.equals(rootfs.body.subarray(1000, 2000))).toBe(true);
+    expect((await download(byName('vmlinuz'))).body.toString()).toContain('landfall synthetic kernel');
+    expect(JSON.parse((await download(byName('discovery.ign'))).body.toString()).ignition.version).toBe('3.4.0');
+    // The same token does not open another infra-env's artifacts.
+    const foreign = byName('rootfs.img').replace(minimalIe, fullIe);
+    expect((await download(foreign)).status).toBe(404);
+  });
+
   it('embeds exactly the discovery Ignition into the full ISO, as coreos-installer reads it', async () => {
     const u = await call('GET', `${h.base}/infra-envs/${fullIe}/downloads/image-url`, { headers: admin() });
     expect(u.status).toBe(200);

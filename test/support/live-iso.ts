@@ -59,6 +59,9 @@ export async function buildSyntheticLiveIso(opts: { fillerBytes: number; name?: 
   for (const d of ['images/pxeboot', 'coreos', 'isolinux', 'EFI/fedora']) mkdirSync(path.join(root, d), { recursive: true });
   writeFileSync(path.join(root, 'images/ignition.img'), Buffer.alloc(IGNITION_AREA_SIZE));
   await writeFiller(path.join(root, 'images/pxeboot/rootfs.img'), opts.fillerBytes);
+  // Stand-ins for the live kernel and initrd, which PXE boot fetches by URL.
+  writeFileSync(path.join(root, 'images/pxeboot/vmlinuz'), Buffer.from('landfall synthetic kernel\n'.repeat(100)));
+  writeFileSync(path.join(root, 'images/pxeboot/initrd.img'), Buffer.from('landfall synthetic initrd\n'.repeat(200)));
   const isolinux = bootConfig('label linux\n  kernel /images/pxeboot/vmlinuz\n  append initrd=/images/pxeboot/initrd.img,/images/ignition.img ', '\n');
   const grub = bootConfig("menuentry 'Landfall synthetic live' {\n  linux /images/pxeboot/vmlinuz ", '\n  initrd /images/pxeboot/initrd.img /images/ignition.img\n}\n');
   writeFileSync(path.join(root, 'isolinux/isolinux.cfg'), isolinux.text);

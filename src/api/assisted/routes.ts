@@ -217,7 +217,8 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     const name = q(req, 'file_name')!;
     if (name === 'static-network-config') return sendFile(res, name, Buffer.from((ie.doc.static_network_config as string | undefined) ?? '[]'), 'application/json');
     if (name === 'discovery.ign') return sendFile(res, name, Buffer.from(await infraEnvs.discoveryIgnitionFor(ctx, principal(res), ie.id)), 'application/vnd.coreos.ignition+json');
-    throw conflict(`file_name: ${name} needs the boot artifacts of the discovery image service, which is not configured`);
+    if (name === 'ipxe-script') return sendFile(res, name, Buffer.from(await infraEnvs.ipxeScript(ctx, principal(res), ie.id)), 'text/plain');
+    throw conflict(`file_name: ${name} is not a file of an infra-env`);
   });
 
   // ---- hosts (user-facing)
