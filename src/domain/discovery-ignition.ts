@@ -15,6 +15,8 @@ export interface DiscoveryInput {
   additionalTrustBundle?: string;
   /** A full Ignition config (JSON string) merged over ours; validated by the caller. */
   ignitionConfigOverride?: string;
+  /** NetworkManager keyfiles from the static network configuration (see static-network.ts). */
+  networkKeyfiles?: Array<{ name: string; contents: string }>;
 }
 
 type Json = Record<string, unknown>;
@@ -52,6 +54,8 @@ export function discoveryIgnition(i: DiscoveryInput): Json {
   ].join('\n');
   const files: Json[] = [file('/etc/landfall/agent.env', env + '\n', 0o600)];
   if (i.additionalTrustBundle) files.push(file('/etc/pki/ca-trust/source/anchors/landfall-additional.pem', i.additionalTrustBundle, 0o644));
+  // NetworkManager ignores keyfiles readable by others.
+  for (const k of i.networkKeyfiles ?? []) files.push(file(`/etc/NetworkManager/system-connections/${k.name}`, k.contents, 0o600));
   const ntp = (i.additionalNtpSources ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   if (ntp.length) files.push(file('/etc/chrony.d/landfall-ntp.conf', ntp.map((s) => `server ${s} iburst`).join('\n') + '\n', 0o644));
 

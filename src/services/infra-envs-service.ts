@@ -6,6 +6,7 @@ import { pullSecretProblem, sshKeyProblem } from '../domain/input-rules';
 import { resolveRelease } from '../domain/releases';
 import type { InfraEnvRow } from '../db/rows';
 import { discoveryIgnition } from '../domain/discovery-ignition';
+import { StaticNetworkError, staticNetworkKeyfiles, type HostStaticNetwork } from '../domain/static-network';
 import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv, ownerFilter } from './access';
 
@@ -54,7 +55,16 @@ async function normalize(ctx: ServiceContext, p: Principal, body: Json, existing
     if (!r) throw badRequest(`openshift_version: "${body.openshift_version}" is not a release Landfall installs`, { field: 'openshift_version' });
     doc.openshift_version = r;
   }
-  if (has('static_network_config')) doc.static_network_config = JSON.stringify(body.static_network_config);
+  if (has('static_network_config')) {
+    // Checked now, so a bad configuration is a 400 here rather than a broken discovery image later.
+    try {
+      staticNetworkKeyfiles(body.static_network_config as HostStaticNetwork[]);
+    } catch (err) {
+      if (err instanceof StaticNetworkError) throw badRequest(`static_network_config: ${err.message}`, { field: 'static_network_config' });
+      throw err;
+    }
+    doc.static_network_config = JSON.stringify(body.static_network_config);
+  }
   for (const k of PASSTHROUGH) if (body[k] !== undefined) doc[k] = body[k];
   if (creating && has('cluster_id')) {
     // Binding to a cluster the caller cannot see looks exactly like binding to one that does not exist.
@@ -136,6 +146,7 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
     additionalNtpSources: d.additional_ntp_sources as string | undefined,
     additionalTrustBundle: (d.additional_trust_bundle as string | undefined) || undefined,
     ignitionConfigOverride: (d.ignition_config_override as string | undefined) || undefined,
+    networkKeyfiles: d.static_network_config ? staticNetworkKeyfiles(JSON.parse(d.static_network_config as string) as HostStaticNetwork[]) : undefined,
   });
   return JSON.stringify(config);
 }

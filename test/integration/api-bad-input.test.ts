@@ -64,6 +64,7 @@ const cases: Case[] = [
   ['manifest that is not YAML', () => ['POST', `${C()}/manifests`, { body: { folder: 'manifests', file_name: 'a.yaml', content: Buffer.from('a: [1, 2').toString('base64') } }], 400, /not valid YAML/],
   ['install-config overrides that are not JSON', () => ['PATCH', `${C()}/install-config`, { body: '{not json' }], 400, /JSON/],
   ['ignition override that is not Ignition', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { ignition_config_override: '{"hello": 1}' } }], 400, /ignition_config_override/],
+  ['static network with an unmapped NIC', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: 'interfaces:\n  - name: eth0\n    type: ethernet\n', mac_interface_map: [] }] } }], 400, /static_network_config: host 0: interface eth0 has no entry/],
   ['unknown route', () => ['GET', `${h.base}/clusterz`, {}], 404, /.+/],
 ];
 

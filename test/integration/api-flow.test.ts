@@ -69,6 +69,16 @@ describe('the core assisted-service flow', () => {
     expect(new Date(u.body.expires_at).getTime()).toBeGreaterThan(Date.now());
   });
 
+  it('puts the static network configuration into discovery.ign as MAC-matched NetworkManager profiles', async () => {
+    const network_yaml = 'interfaces:\n  - name: eth0\n    type: ethernet\n    ipv4:\n      enabled: true\n      address:\n        - ip: 192.168.10.21\n          prefix-length: 24\n';
+    const r = await call('PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml, mac_interface_map: [{ mac_address: '52:54:00:12:34:56', logical_nic_name: 'eth0' }] }] } });
+    expect(r.status).toBe(201);
+    const ign = await call('GET', `${h.base}/infra-envs/${infraEnvId}/downloads/files?file_name=discovery.ign`);
+    const f = ign.body.storage.files.find((x: { path: string }) => x.path === '/etc/NetworkManager/system-connections/landfall-525400123456.nmconnection');
+    expect(f.mode).toBe(0o600);
+    expect(decodeURIComponent(f.contents.source.slice('data:,'.length))).toContain('address1=192.168.10.21/24');
+  });
+
   it('registers hosts through the agent endpoints and hands out the inventory step', async () => {
     for (const id of hostIds) {
       const r = await call('POST', `${h.base}/infra-envs/${infraEnvId}/hosts`, { body: { host_id: id, discovery_agent_version: 'landfall-agent:0.1' } });

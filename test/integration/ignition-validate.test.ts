@@ -39,6 +39,7 @@ describe('ignition-validate', () => {
       proxy: { http_proxy: 'http://proxy:3128' },
       additionalNtpSources: 'ntp.example.com',
       ignitionConfigOverride: JSON.stringify({ ignition: { version: '3.2.0' }, storage: { files: [{ path: '/etc/motd', contents: { source: 'data:,hello' } }] } }),
+      networkKeyfiles: [{ name: 'landfall-525400000001.nmconnection', contents: '[connection]\nid=x\ntype=ethernet\n' }],
     });
     const r = validate('discovery', cfg);
     expect([r.status, r.out]).toEqual([0, '']);
