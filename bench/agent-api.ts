@@ -4,7 +4,7 @@
  *
  *   npm run bench:agent-api -- [--hosts 5000] [--hosts-per-cluster 50] [--duration 20] [--warmup 5]
  *                              [--connections 50] [--rate 1700] [--post-ratio 0.1] [--pool-max N]
- *                              [--cpu-prof] [--pg-stats] [--json FILE]
+ *                              [--node-options "…"] [--cpu-prof] [--pg-stats] [--json FILE]
  *
  * Starts an embedded PostgreSQL in a temporary folder, migrates it, spawns one
  * `landfall api` child process (so its RSS and CPU are its own), creates
@@ -84,6 +84,7 @@ interface Options {
   postRatio: number;
   registerConcurrency: number;
   poolMax?: number;
+  nodeOptions?: string;
   cpuProf: boolean;
   pgStats: boolean;
   json?: string;
@@ -100,6 +101,7 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --post-ratio R            share of POST inventory replies in the mix (default 0.1)
   --register-concurrency N  parallel registrations during set-up (default 32)
   --pool-max N              DATABASE_POOL_MAX of the API process (default: the service default)
+  --node-options "…"        NODE_OPTIONS of the API process only (e.g. "--max-semi-space-size=64")
   --cpu-prof                profile the API process (node --cpu-prof) and summarise the saturation phase
   --pg-stats                enable pg_stat_statements and print the top statements of the saturation phase
   --json FILE               also write the figures as JSON
@@ -126,6 +128,7 @@ function parseArgs(argv: string[]): Options {
       case '--post-ratio': o.postRatio = num(a, next(), 0, 1); break;
       case '--register-concurrency': o.registerConcurrency = Math.floor(num(a, next(), 1, 512)); break;
       case '--pool-max': o.poolMax = Math.floor(num(a, next(), 1, 200)); break;
+      case '--node-options': o.nodeOptions = next(); break;
       case '--cpu-prof': o.cpuProf = true; break;
       case '--pg-stats': o.pgStats = true; break;
       case '--json': o.json = next(); break;
@@ -465,6 +468,7 @@ async function main(): Promise<void> {
       AUTH_TYPE: 'none',
       API_VALIDATE_RESPONSES: 'false',
       ...(opts.poolMax !== undefined ? { DATABASE_POOL_MAX: String(opts.poolMax) } : {}),
+      ...(opts.nodeOptions !== undefined ? { NODE_OPTIONS: opts.nodeOptions } : {}),
     };
     const nodeArgs = opts.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-name', profName] : [];
     api = spawn(process.execPath, [...nodeArgs, cli, 'api'], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: root });

@@ -56,12 +56,16 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   };
 
   /** The image token's claims when it is good for this infra-env; otherwise the unknown-infra-env answer. */
-  const checkToken = (req: Request, infraEnvId: string): { token: string; exp: number } | undefined => {
+  const checkToken = async (req: Request, infraEnvId: string): Promise<{ token: string; exp: number } | undefined> => {
     if (!ctx.signer) return undefined;
     const token = typeof req.query.image_token === 'string' ? req.query.image_token : '';
     try {
       const claims = ctx.signer.verify(token, ctx.now().getTime());
-      if (claims.use === 'image' && claims.infra_env_id === infraEnvId && typeof claims.exp === 'number') return { token, exp: claims.exp * 1000 };
+      if (claims.use === 'image' && claims.infra_env_id === infraEnvId && typeof claims.exp === 'number') {
+        // A URL made before the infra-env last changed is retired: it would no longer carry what the user configured.
+        const ie = await ctx.repos.infraEnvs.get(infraEnvId);
+        if (ie && (claims.image_version ?? 0) === Number((ie.doc as Record<string, unknown>).image_version ?? 0)) return { token, exp: claims.exp * 1000 };
+      }
     } catch (err) {
       if (!(err instanceof TokenError)) throw err;
     }
@@ -106,7 +110,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
   router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
     const infraEnvId = String(req.params.infraEnvId);
-    checkToken(req, infraEnvId);
+    await checkToken(req, infraEnvId);
     res.type('application/vnd.coreos.ignition+json').send(await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId));
   });
 
@@ -114,7 +118,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const artifact = ARTIFACTS[String(req.params.file)];
     if (!artifact) return next();
     const infraEnvId = String(req.params.infraEnvId);
-    checkToken(req, infraEnvId);
+    await checkToken(req, infraEnvId);
     // The infra-env must exist (and the answer for a foreign one is the same 404).
     if (!(await ctx.repos.infraEnvs.get(infraEnvId))) throw notFound(`infra-env ${infraEnvId}`);
     if (!deps.baseIsoPath) {
@@ -139,7 +143,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const infraEnvId = String(req.params.infraEnvId);
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
-    const token = checkToken(req, infraEnvId);
+    const token = await checkToken(req, infraEnvId);
     if (!deps.baseIsoPath) {
       res.status(404).json(errorBody(404, 'no base image is configured (BASE_ISO_PATH is unset), so no discovery ISO can be served'));
       return;

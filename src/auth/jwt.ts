@@ -14,6 +14,8 @@ export interface TokenClaims {
   /** What the token is for: user, agent, image. */
   use?: 'user' | 'agent' | 'image';
   admin?: boolean;
+  /** Image tokens: the infra-env's image version they were made for; a change to the infra-env retires them. */
+  image_version?: number;
   iat?: number;
   exp?: number;
 }

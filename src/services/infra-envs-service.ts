@@ -97,9 +97,10 @@ export async function updateInfraEnv(ctx: ServiceContext, p: Principal, id: stri
   const current = await loadInfraEnv(ctx, p, id);
   const f = await normalize(ctx, p, body, current.doc, false);
   return ctx.db.transaction(async (trx) => {
-    // A changed infra-env invalidates the presigned image URL handed out before.
+    // A changed infra-env retires the image URLs handed out before (their tokens carry the old version).
     delete f.doc.download_url;
     delete f.doc.expires_at;
+    f.doc.image_version = Number((current.doc as Record<string, unknown>).image_version ?? 0) + 1;
     const row = await ctx.repos.infraEnvs.update(id, { ...(f.name ? { name: f.name } : {}), ...(f.pull_secret ? { pull_secret: f.pull_secret } : {}), doc: f.doc }, trx);
     await ctx.repos.events.add({ name: 'infra_env_updated', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
     return row;
@@ -124,7 +125,7 @@ export async function imageUrl(ctx: ServiceContext, p: Principal, id: string): P
   const ie = await loadInfraEnv(ctx, p, id);
   const expires = new Date(ctx.now().getTime() + ctx.imageUrlTtlSeconds * 1000);
   const type = ((ie.doc.type as string | undefined) ?? 'full-iso').replace('-iso', '');
-  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id }, ctx.imageUrlTtlSeconds);
+  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id, image_version: Number((ie.doc as Record<string, unknown>).image_version ?? 0) }, ctx.imageUrlTtlSeconds);
   const url = `${ctx.baseUrl}/images/${id}/${type}.iso${token ? `?image_token=${token}` : ''}`;
   await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expires.toISOString() } });
   return { url, expires_at: expires.toISOString() };
@@ -157,8 +158,8 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
  * URL carrying a short-lived image token when the service signs them.
  */
 export async function ipxeScript(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
-  await loadInfraEnv(ctx, p, id);
-  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id }, ctx.imageUrlTtlSeconds);
+  const ie = await loadInfraEnv(ctx, p, id);
+  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id, image_version: Number((ie.doc as Record<string, unknown>).image_version ?? 0) }, ctx.imageUrlTtlSeconds);
   const url = (file: string) => `${ctx.baseUrl}/images/${id}/${file}${token ? `?image_token=${token}` : ''}`;
   return [
     '#!ipxe',

@@ -58,6 +58,22 @@ d('discovery ISO', () => {
     await h?.stop();
   });
 
+  it('retires image URLs made before the infra-env changed; the next URL carries the change', async () => {
+    const ie = (await call('POST', `${h.base}/infra-envs`, { headers: admin(), body: { name: 'iso-change', pull_secret: PULL_SECRET, image_type: 'full-iso' } })).body.id as string;
+    const before = (await call('GET', `${h.base}/infra-envs/${ie}/downloads/image-url`, { headers: admin() })).body.url as string;
+    expect((await download(before, {}, 'HEAD')).status).toBe(200);
+    const patched = await call('PATCH', `${h.base}/infra-envs/${ie}`, { headers: admin(), body: { additional_ntp_sources: 'ntp2.example.com' } });
+    expect(patched.status).toBe(201);
+    const old = await download(before, {}, 'HEAD');
+    expect(old.status).toBe(404);
+    const after = (await call('GET', `${h.base}/infra-envs/${ie}/downloads/image-url`, { headers: admin() })).body.url as string;
+    const iso = await download(after);
+    expect(iso.status).toBe(200);
+    const file = path.join(work, 'after-change.iso');
+    writeFileSync(file, iso.body);
+    expect(ci('iso', 'ignition', 'show', file)).toContain('ntp2.example.com');
+  });
+
   it('serves an iPXE script whose kernel, initrd, rootfs and Ignition URLs all work, and only for their infra-env', async () => {
     const r = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/files?file_name=ipxe-script`, { headers: admin() });
     expect(r.status).toBe(200);
