@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: real network checks between simulated hosts
 # (ping, arping inside network namespaces), promtool (checks /metrics) and xorriso, which builds the small
-# synthetic live ISO of the discovery-image tests. Installed only when missing
+# synthetic live ISO of the discovery-image tests, tmux (the CLI's progress
+# bars are captured from a real terminal) and chromium (the web UI's browser
+# tests drive Debian's headless Chromium through playwright-core). Installed only when missing
 # and when we are root; otherwise the tests that need them skip with a reason.
 set -euo pipefail
 missing=()
@@ -10,6 +12,8 @@ command -v arping >/dev/null 2>&1 || missing+=(arping)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v xorriso >/dev/null 2>&1 || missing+=(xorriso)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); the tests that need them will skip" >&2
