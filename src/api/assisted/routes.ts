@@ -14,6 +14,7 @@ import * as hosts from '../../services/hosts-service';
 import * as agent from '../../services/agent-service';
 import * as files from '../../services/cluster-files-service';
 import * as events from '../../services/events-service';
+import { getInstallReport } from '../../services/install-report-service';
 import type { Severity } from '../../domain/event-catalogue';
 import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
@@ -168,6 +169,11 @@ export function assistedRoutes(ctx: ServiceContext): Router {
       req.pipe(bb);
     });
     res.status(204).end();
+  });
+  r.get('/v2/clusters/:cluster_id/install-report', async (req, res) => {
+    const report = await getInstallReport(ctx, principal(res), param(req, 'cluster_id'));
+    if (qBool(req, 'download')) res.setHeader('Content-Disposition', `attachment; filename="${report.cluster_name}_${report.cluster_id}_install-report.json"`);
+    res.json(report);
   });
   r.put('/v2/clusters/:cluster_id/logs-progress', async (req, res) => {
     await files.updateClusterLogsProgress(ctx, principal(res), param(req, 'cluster_id'), req.body.logs_state);

@@ -315,6 +315,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/clusters/{cluster_id}/install-report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        /** The latest install attempt of the cluster as a timeline, with each host's stages, retries, warnings and, for a failure, its cause and remediation (Landfall extension). */
+        get: operations["LandfallGetInstallReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/clusters/{cluster_id}/logs-progress": {
         parameters: {
             query?: never;
@@ -2549,7 +2569,7 @@ export interface operations {
                 "multipart/form-data": {
                     /**
                      * Format: binary
-                     * @description The logs archive (at most 100 MiB).
+                     * @description The logs archive (at most LOGS_UPLOAD_MAX_BYTES, 100 MiB by default).
                      */
                     upfile?: string;
                 };
@@ -2568,8 +2588,122 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            /** @description The archive is larger than LOGS_UPLOAD_MAX_BYTES; nothing was stored. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    LandfallGetInstallReport: {
+        parameters: {
+            query?: {
+                /** @description Send the report as an attachment (`<cluster name>_<cluster id>_install-report.json`). */
+                download?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. Times are RFC 3339; durations in seconds; `outcome` is installed, failed, cancelled, in-progress or not-started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        cluster_id: string;
+                        cluster_name: string;
+                        status: string;
+                        status_info?: string;
+                        openshift_version?: string;
+                        install_attempt?: number;
+                        /** @enum {string} */
+                        outcome: "installed" | "failed" | "cancelled" | "in-progress" | "not-started";
+                        /** Format: date-time */
+                        started_at?: string | null;
+                        /** Format: date-time */
+                        completed_at?: string | null;
+                        duration_seconds?: number | null;
+                        /** Format: date-time */
+                        generated_at?: string;
+                        failure?: {
+                            host_id?: string | null;
+                            hostname?: string | null;
+                            role?: string | null;
+                            stage: string;
+                            cause: string;
+                            remediation: string;
+                            /** @enum {string} */
+                            kind?: "error" | "timeout";
+                        } | null;
+                        hosts: {
+                            host_id: string;
+                            hostname: string;
+                            role: string;
+                            bootstrap: boolean;
+                            status: string;
+                            status_info?: string;
+                            retries: number;
+                            stages: {
+                                stage: string;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                ended_at?: string | null;
+                                duration_seconds: number;
+                                info?: string;
+                                retry?: number;
+                                /** @enum {string} */
+                                result?: "completed" | "failed" | "interrupted" | "in-progress";
+                            }[];
+                            warnings: {
+                                /** Format: date-time */
+                                at?: string;
+                                message?: string;
+                            }[];
+                            failure?: {
+                                stage?: string;
+                                cause?: string;
+                                remediation?: string;
+                                /** @enum {string} */
+                                kind?: "error" | "timeout";
+                            } | null;
+                        }[];
+                        warnings: {
+                            /** Format: date-time */
+                            at?: string;
+                            host_id?: string | null;
+                            message?: string;
+                        }[];
+                        timeline: {
+                            /** Format: date-time */
+                            at?: string;
+                            name?: string;
+                            severity?: string;
+                            message?: string;
+                            host_id?: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     v2UpdateClusterLogsProgress: {
