@@ -15,13 +15,14 @@
 import { Router, type Request, type Response } from 'express';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Principal } from '../auth/principal';
-import { TokenError } from '../auth/jwt';
 import { AppError, notFound } from '../errors';
 import type { ServiceContext } from '../services/context';
 import { discoveryIgnitionFor } from '../services/infra-envs-service';
 import { EmbedAreaError, ignitionAreaBytes, kargsPatches, minimalIsoKargs, readIsoLayout, type IsoLayout, type Patch } from '../iso/embed-area';
 import { patchedEtag, sendExtent, sendPatchedFile } from '../iso/stream';
 import { IsoImage } from '../iso/iso9660';
+import { applyKernelArguments, type KernelArgument } from '../domain/kernel-arguments';
+import type { InfraEnvRow } from '../db/rows';
 import { errorBody, notFoundHandler } from './errors';
 
 const IMAGE_SERVICE: Principal = { kind: 'admin', user: 'landfall-image-service' };
@@ -31,7 +32,6 @@ const MAX_CACHED = 64;
 
 export interface ImageRoutesDeps {
   services: ServiceContext;
-  baseIsoPath: string | undefined;
 }
 
 interface CachedPatches {
@@ -55,41 +55,51 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     return layoutCache.layout;
   };
 
-  /** The image token's claims when it is good for this infra-env; otherwise the unknown-infra-env answer. */
-  const checkToken = async (req: Request, infraEnvId: string): Promise<{ token: string; exp: number } | undefined> => {
-    if (!ctx.signer) return undefined;
+  /**
+   * The infra-env when the URL's image token is good for it: genuine, not
+   * expired, and made since the infra-env last changed (a change retires the
+   * URLs handed out before: they would no longer carry what the user
+   * configured). Anything else gets the unknown-infra-env answer.
+   */
+  const checkToken = async (req: Request, infraEnvId: string): Promise<{ token: string; exp: number; ie: InfraEnvRow }> => {
     const token = typeof req.query.image_token === 'string' ? req.query.image_token : '';
-    try {
-      const claims = ctx.signer.verify(token, ctx.now().getTime());
-      if (claims.use === 'image' && claims.infra_env_id === infraEnvId && typeof claims.exp === 'number') {
-        // A URL made before the infra-env last changed is retired: it would no longer carry what the user configured.
-        const ie = await ctx.repos.infraEnvs.get(infraEnvId);
-        if (ie && (claims.image_version ?? 0) === Number((ie.doc as Record<string, unknown>).image_version ?? 0)) return { token, exp: claims.exp * 1000 };
-      }
-    } catch (err) {
-      if (!(err instanceof TokenError)) throw err;
+    const claims = (await ctx.imageUrlSigner()).verify(token, infraEnvId, ctx.now().getTime());
+    if (claims) {
+      const ie = await ctx.repos.infraEnvs.get(infraEnvId);
+      if (ie && claims.version === Number((ie.doc as Record<string, unknown>).image_version ?? 0)) return { token, exp: claims.expiresAt * 1000, ie };
     }
     throw notFound(`infra-env ${infraEnvId}`);
   };
 
-  const buildPatches = async (infraEnvId: string, type: string, layout: IsoLayout): Promise<Patch[]> => {
-    const ignition = await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId);
+  /** The base image of the infra-env's release and architecture (fetched into the cache on first use). */
+  const baseImageOf = (ie: InfraEnvRow) => {
+    const d = ie.doc as Record<string, unknown>;
+    return ctx.baseImages.imageFor(d.openshift_version as string | undefined, (d.cpu_architecture as string | undefined) ?? 'x86_64');
+  };
+
+  const buildPatches = async (ie: InfraEnvRow, type: string, layout: IsoLayout): Promise<Patch[]> => {
+    const ignition = await discoveryIgnitionFor(ctx, IMAGE_SERVICE, ie.id);
     const patches: Patch[] = [{ offset: layout.ignition.offset, data: ignitionAreaBytes(ignition, layout.ignition.length) }];
-    if (type === 'minimal' && layout.kargs) {
-      patches.push(...kargsPatches(layout, minimalIsoKargs(layout.kargs.default, `${ctx.baseUrl}/images/${infraEnvId}/rootfs.img`)));
+    const d = ie.doc as Record<string, unknown>;
+    const ops = (d.kernel_arguments as KernelArgument[] | undefined) ?? [];
+    if (type === 'minimal') {
+      if (!layout.kargs) throw new EmbedAreaError('the image has no kernel-argument embed area (no /coreos/kargs.json), so no minimal ISO can be made from it');
+      const rootfs = `${ctx.baseUrl}/images/boot-artifacts/${d.openshift_version as string}/${(d.cpu_architecture as string | undefined) ?? 'x86_64'}/rootfs.img`;
+      patches.push(...kargsPatches(layout, applyKernelArguments(minimalIsoKargs(layout.kargs.default, rootfs), ops)));
+    } else if (ops.length) {
+      if (!layout.kargs) throw new EmbedAreaError('the image has no kernel-argument embed area (no /coreos/kargs.json), so the kernel_arguments cannot be applied');
+      patches.push(...kargsPatches(layout, applyKernelArguments(layout.kargs.default, ops)));
     }
     return patches;
   };
 
-  const patchesFor = (infraEnvId: string, type: string, layoutKey: string, layout: IsoLayout, token: { token: string; exp: number } | undefined): Promise<Patch[]> => {
-    // Without a signer the Ignition carries no token and is the same on every call: nothing to keep.
-    if (!token) return buildPatches(infraEnvId, type, layout);
+  const patchesFor = (ie: InfraEnvRow, type: string, layoutKey: string, layout: IsoLayout, token: { token: string; exp: number }): Promise<Patch[]> => {
     const now = ctx.now().getTime();
     for (const [k, v] of patchCache) if (v.expiresAt <= now) patchCache.delete(k);
     const key = `${layoutKey}|${type}|${token.token}`;
     const hit = patchCache.get(key);
     if (hit) return hit.patches;
-    const patches = buildPatches(infraEnvId, type, layout);
+    const patches = buildPatches(ie, type, layout);
     patchCache.set(key, { expiresAt: token.exp, patches });
     // A failure (unknown infra-env, config too large) is not kept.
     patches.catch(() => patchCache.delete(key));
@@ -98,39 +108,30 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   };
 
   /**
-   * The live system's parts inside the base ISO, for the minimal ISO (rootfs)
-   * and PXE (kernel, initrd, rootfs): the same token rules as the ISO itself.
-   * Paths are the ISO 9660 (8.3, upper-case) names, as coreos-installer looks them up.
+   * The live system's parts inside a base image, for the minimal ISO (rootfs)
+   * and PXE (kernel, initrd, rootfs). They are the same for every infra-env of
+   * a release and architecture and carry nothing of the user's, so they need
+   * no token (AS's boot-artifacts answer the same way): a minimal ISO booted
+   * long after its URL expired still finds its rootfs. Paths are the ISO 9660
+   * (8.3, upper-case) names, as coreos-installer looks them up.
    */
   const ARTIFACTS: Record<string, { path: string; type: string }> = {
     'rootfs.img': { path: 'IMAGES/PXEBOOT/ROOTFS.IMG', type: 'application/octet-stream' },
     'vmlinuz': { path: 'IMAGES/PXEBOOT/VMLINUZ', type: 'application/octet-stream' },
     'initrd.img': { path: 'IMAGES/PXEBOOT/INITRD.IMG', type: 'application/octet-stream' },
   };
-  // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
-  router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
-    const infraEnvId = String(req.params.infraEnvId);
-    await checkToken(req, infraEnvId);
-    res.type('application/vnd.coreos.ignition+json').send(await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId));
-  });
-
-  router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
+  router.get('/images/boot-artifacts/:release/:arch/:file', async (req: Request, res: Response, next) => {
     const artifact = ARTIFACTS[String(req.params.file)];
-    if (!artifact) return next();
-    const infraEnvId = String(req.params.infraEnvId);
-    await checkToken(req, infraEnvId);
-    // The infra-env must exist (and the answer for a foreign one is the same 404).
-    if (!(await ctx.repos.infraEnvs.get(infraEnvId))) throw notFound(`infra-env ${infraEnvId}`);
-    if (!deps.baseIsoPath) {
-      res.status(404).json(errorBody(404, 'no base image is configured (BASE_ISO_PATH is unset)'));
-      return;
-    }
-    const fh = await open(deps.baseIsoPath, 'r');
+    const release = String(req.params.release);
+    const arch = String(req.params.arch);
+    if (!artifact || !ctx.releases[release]?.cpu_architectures.includes(arch)) return notFoundHandler(req, res, next);
+    const image = await ctx.baseImages.imageFor(release, arch);
+    const fh = await openBaseImage(image.path);
     try {
       const st = await fh.stat();
       const entry = await (await IsoImage.open(fh)).find(artifact.path);
       if (!entry || entry.directory) {
-        res.status(404).json(errorBody(404, `the base image has no ${artifact.path}`));
+        res.status(404).json(errorBody(404, `the base image of ${release} (${arch}) has no ${artifact.path}`));
         return;
       }
       await sendExtent(req, res, { fh, offset: entry.offset, length: entry.length, etag: `"${st.ino}-${st.mtimeMs}-${entry.offset}"`, contentType: artifact.type, filename: String(req.params.file) });
@@ -139,21 +140,19 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     }
   });
 
+  // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
+  router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
+    const infraEnvId = String(req.params.infraEnvId);
+    await checkToken(req, infraEnvId);
+    res.type('application/vnd.coreos.ignition+json').send(await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId));
+  });
+
   router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
     const infraEnvId = String(req.params.infraEnvId);
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
     const token = await checkToken(req, infraEnvId);
-    if (!deps.baseIsoPath) {
-      res.status(404).json(errorBody(404, 'no base image is configured (BASE_ISO_PATH is unset), so no discovery ISO can be served'));
-      return;
-    }
-    let fh: FileHandle;
-    try {
-      fh = await open(deps.baseIsoPath, 'r');
-    } catch (err) {
-      throw new AppError('dependency_unavailable', `the base image cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
+    const fh = await openBaseImage((await baseImageOf(token.ie)).path);
     try {
       const st = await fh.stat();
       const layoutKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
@@ -161,7 +160,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
         throw err instanceof EmbedAreaError ? new AppError('dependency_unavailable', `the base image is not a usable CoreOS live ISO: ${err.message}`) : err;
       });
       // An infra-env whose Ignition (or kernel arguments) does not fit the image's areas.
-      const patches = await patchesFor(infraEnvId, type, layoutKey, layout, token).catch((err: unknown) => {
+      const patches = await patchesFor(token.ie, type, layoutKey, layout, token).catch((err: unknown) => {
         throw err instanceof EmbedAreaError ? new AppError('unprocessable', err.message) : err;
       });
       await sendPatchedFile(req, res, {
@@ -177,4 +176,12 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     }
   });
   return router;
+}
+
+async function openBaseImage(file: string): Promise<FileHandle> {
+  try {
+    return await open(file, 'r');
+  } catch (err) {
+    throw new AppError('dependency_unavailable', `the base image cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }

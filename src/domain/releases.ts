@@ -10,6 +10,18 @@ export interface Release {
   cpu_architectures: string[];
   /** The exact Kubernetes version kubeadm installs. */
   kubernetes_version: string;
+  /**
+   * The live ISO the discovery image of this release is made from, per CPU
+   * architecture: fetched once from `url` (https, http or file), checked
+   * against `sha256` when given, then kept in object storage and on disk.
+   * Without an entry, BASE_ISO_PATH serves every release and architecture.
+   */
+  base_images?: Record<string, BaseImageSource>;
+}
+
+export interface BaseImageSource {
+  url: string;
+  sha256?: string;
 }
 
 export type ReleaseCatalogue = Record<string, Release>;
@@ -27,6 +39,11 @@ export function parseReleaseCatalogue(json: unknown): ReleaseCatalogue {
     if (!/^\d+\.\d+$/.test(version)) throw new Error(`release key "${version}" must look like 1.31`);
     if (!r || typeof r.display_name !== 'string' || typeof r.kubernetes_version !== 'string' || !Array.isArray(r.cpu_architectures)) {
       throw new Error(`release ${version} needs display_name, kubernetes_version and cpu_architectures`);
+    }
+    for (const [arch, img] of Object.entries(r.base_images ?? {})) {
+      if (!r.cpu_architectures.includes(arch)) throw new Error(`release ${version}: base_images.${arch} is not one of its cpu_architectures`);
+      if (!img || typeof img.url !== 'string' || !/^(https?|file):\/\/\S+$/.test(img.url)) throw new Error(`release ${version}: base_images.${arch}.url must be an http(s) or file URL`);
+      if (img.sha256 !== undefined && !/^[0-9a-f]{64}$/.test(img.sha256)) throw new Error(`release ${version}: base_images.${arch}.sha256 must be 64 lower-case hex digits`);
     }
     out[version] = { support_level: 'production', ...r } as Release;
   }

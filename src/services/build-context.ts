@@ -5,19 +5,34 @@ import type { Config } from '../config';
 import type { Db } from '../db/database';
 import type { ObjectStore } from '../storage';
 import { TokenSigner } from '../auth/jwt';
+import { ImageUrlSigner, loadImageUrlKey } from '../auth/image-url-signer';
+import { BaseImages } from '../images/base-images';
 import { DEFAULT_RELEASES, parseReleaseCatalogue, type ReleaseCatalogue } from '../domain/releases';
 import { DEFAULT_LIFECYCLE_SETTINGS, parseRequirementsOverride, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import type { Repos, ServiceContext } from './context';
 
 export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; store: ObjectStore; temporal: Client }): ServiceContext {
+  const releases = loadReleases(cfg.releasesFile);
+  let imageUrlSigner: Promise<ImageUrlSigner> | undefined;
   return {
     ...ports,
     signer: createSigner(cfg),
-    releases: loadReleases(cfg.releasesFile),
+    releases,
     baseUrl: cfg.api.baseUrl,
     imageUrlTtlSeconds: cfg.auth.imageUrlTtlSeconds,
+    imageUrlSigner: () =>
+      (imageUrlSigner ??= loadImageUrlKey(ports.db, cfg.auth.imageUrlSecret).then(
+        (key) => new ImageUrlSigner(key),
+        (err: unknown) => {
+          // Not kept: the next request tries the database again.
+          imageUrlSigner = undefined;
+          throw err;
+        },
+      )),
+    baseImages: new BaseImages({ releases, store: ports.store, cacheDir: cfg.images.cacheDir, fallbackPath: cfg.images.baseIsoPath }),
     lifecycle: loadLifecycleSettings(cfg),
     installTimeouts: cfg.install,
+    logs: cfg.logs,
     now: () => new Date(),
   };
 }

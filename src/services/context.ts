@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../storage';
 import type { TokenSigner } from '../auth/jwt';
+import type { ImageUrlSigner } from '../auth/image-url-signer';
+import type { BaseImages } from '../images/base-images';
 import type { ReleaseCatalogue } from '../domain/releases';
 import type { LifecycleSettings } from '../domain/lifecycle/requirements';
 import { createClustersRepo } from '../db/clusters-repo';
@@ -36,8 +38,13 @@ export interface ServiceContext {
   releases: ReleaseCatalogue;
   baseUrl: string;
   imageUrlTtlSeconds: number;
+  /** Signs and checks the short presigned discovery-image URLs (its key may live in the database, hence a promise). */
+  imageUrlSigner: () => Promise<ImageUrlSigner>;
+  baseImages: BaseImages;
   lifecycle: LifecycleSettings;
   installTimeouts: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
+  /** Log upload limit and collection timeouts; defaults when unset (logs-service.ts). */
+  logs?: import('./logs-service').LogsSettings;
   metrics?: import('../metrics').MetricsPort;
   now: () => Date;
 }

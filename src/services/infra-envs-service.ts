@@ -6,6 +6,7 @@ import { pullSecretProblem, sshKeyProblem } from '../domain/input-rules';
 import { resolveRelease } from '../domain/releases';
 import type { InfraEnvRow } from '../db/rows';
 import { discoveryIgnition } from '../domain/discovery-ignition';
+import { applyKernelArguments, checkKernelArguments, type KernelArgument } from '../domain/kernel-arguments';
 import { StaticNetworkError, staticNetworkKeyfiles, type HostStaticNetwork } from '../domain/static-network';
 import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv, ownerFilter } from './access';
@@ -65,6 +66,7 @@ async function normalize(ctx: ServiceContext, p: Principal, body: Json, existing
     }
     doc.static_network_config = JSON.stringify(body.static_network_config);
   }
+  if (has('kernel_arguments')) checkKernelArguments(body.kernel_arguments as KernelArgument[]);
   for (const k of PASSTHROUGH) if (body[k] !== undefined) doc[k] = body[k];
   if (creating && has('cluster_id')) {
     // Binding to a cluster the caller cannot see looks exactly like binding to one that does not exist.
@@ -118,17 +120,22 @@ export async function deleteInfraEnv(ctx: ServiceContext, p: Principal, id: stri
 }
 
 /**
- * A short-lived URL for the discovery image. With AUTH_TYPE=local it carries an
- * image token scoped to this infra-env; the URL is recorded as `download_url`.
+ * A short presigned URL for the discovery image (see src/auth/image-url-signer.ts):
+ * it expires, and a later change to the infra-env retires it. Recorded as `download_url`.
  */
 export async function imageUrl(ctx: ServiceContext, p: Principal, id: string): Promise<{ url: string; expires_at: string }> {
   const ie = await loadInfraEnv(ctx, p, id);
-  const expires = new Date(ctx.now().getTime() + ctx.imageUrlTtlSeconds * 1000);
   const type = ((ie.doc.type as string | undefined) ?? 'full-iso').replace('-iso', '');
-  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id, image_version: Number((ie.doc as Record<string, unknown>).image_version ?? 0) }, ctx.imageUrlTtlSeconds);
-  const url = `${ctx.baseUrl}/images/${id}/${type}.iso${token ? `?image_token=${token}` : ''}`;
-  await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expires.toISOString() } });
-  return { url, expires_at: expires.toISOString() };
+  const { token, expiresAt } = await signImageToken(ctx, id, ie.doc);
+  const url = `${ctx.baseUrl}/images/${id}/${type}.iso?image_token=${token}`;
+  await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expiresAt.toISOString() } });
+  return { url, expires_at: expiresAt.toISOString() };
+}
+
+async function signImageToken(ctx: ServiceContext, id: string, doc: Record<string, unknown>): Promise<{ token: string; expiresAt: Date }> {
+  const expiresAt = Math.floor(ctx.now().getTime() / 1000) + ctx.imageUrlTtlSeconds;
+  const token = (await ctx.imageUrlSigner()).sign({ infraEnvId: id, version: Number(doc.image_version ?? 0), expiresAt });
+  return { token, expiresAt: new Date(expiresAt * 1000) };
 }
 
 /**
@@ -154,17 +161,21 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
 
 /**
  * The iPXE script that network-boots the discovery image: kernel, initrd and
- * rootfs from the base image, the discovery Ignition from this service, each
- * URL carrying a short-lived image token when the service signs them.
+ * rootfs from the release's base image (boot artifacts need no token), the
+ * discovery Ignition from this service by a URL presigned like the ISO's, and
+ * the infra-env's kernel arguments applied to the live system's own.
  */
 export async function ipxeScript(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
   const ie = await loadInfraEnv(ctx, p, id);
-  const token = ctx.signer?.sign({ use: 'image', infra_env_id: id, image_version: Number((ie.doc as Record<string, unknown>).image_version ?? 0) }, ctx.imageUrlTtlSeconds);
-  const url = (file: string) => `${ctx.baseUrl}/images/${id}/${file}${token ? `?image_token=${token}` : ''}`;
+  const { token } = await signImageToken(ctx, id, ie.doc);
+  const d = ie.doc as Record<string, unknown>;
+  const boot = (file: string) => `${ctx.baseUrl}/images/boot-artifacts/${d.openshift_version as string}/${(d.cpu_architecture as string | undefined) ?? 'x86_64'}/${file}`;
+  const ignitionUrl = `${ctx.baseUrl}/images/${id}/discovery.ign?image_token=${token}`;
+  const base = `coreos.live.rootfs_url=${boot('rootfs.img')} ignition.firstboot ignition.platform.id=metal ignition.config.url=${ignitionUrl}`;
   return [
     '#!ipxe',
-    `initrd --name initrd ${url('initrd.img')}`,
-    `kernel ${url('vmlinuz')} initrd=initrd coreos.live.rootfs_url=${url('rootfs.img')} ignition.firstboot ignition.platform.id=metal ignition.config.url=${url('discovery.ign')}`,
+    `initrd --name initrd ${boot('initrd.img')}`,
+    `kernel ${boot('vmlinuz')} initrd=initrd ${applyKernelArguments(base, ie.doc.kernel_arguments as KernelArgument[] | undefined)}`,
     'boot',
     '',
   ].join('\n');

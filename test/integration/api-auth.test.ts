@@ -93,11 +93,13 @@ describe('AUTH_TYPE=local', () => {
     expect((await call('GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/files?file_name=discovery.ign`, { headers: user('bob') })).status).toBe(404);
   });
 
-  it('issues image tokens that open only their own infra-env', async () => {
+  it('accepts image tokens that open only their own infra-env', async () => {
     const u = await call('GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/image-url`, { headers: user('alice') });
     expect(u.status).toBe(200);
-    const token = new URL(u.body.url).searchParams.get('image_token')!;
-    expect(h.signer.verify(token)).toMatchObject({ use: 'image', infra_env_id: aInfraEnv, exp: expect.any(Number) });
+    // The image URL's own token is a short HMAC (see discovery-iso.test.ts), not a credential for the REST API.
+    const short = new URL(u.body.url).searchParams.get('image_token')!;
+    expect([400, 401]).toContain((await call('GET', `${h.base}/infra-envs/${aInfraEnv}?image_token=${short}`)).status);
+    const token = h.signer.sign({ use: 'image', infra_env_id: aInfraEnv }, 600);
     expect((await call('GET', `${h.base}/infra-envs/${aInfraEnv}?image_token=${token}`)).status).toBe(200);
     expect((await call('GET', `${h.base}/infra-envs/${bInfraEnv}?image_token=${token}`)).status).toBe(404);
     // Not an accepted credential there: the validator refuses the unknown parameter before auth runs.

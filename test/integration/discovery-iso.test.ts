@@ -7,7 +7,12 @@ import { gunzipSync } from 'node:zlib';
 import express from 'express';
 import { toolsDir } from '../../src/dev/process-utils';
 import { imageRoutes } from '../../src/api/image-routes';
+import { errorHandler } from '../../src/api/errors';
+import { createLogger } from '../../src/logger';
 import type { ServiceContext } from '../../src/services/context';
+import { ImageUrlSigner } from '../../src/auth/image-url-signer';
+import { BaseImages } from '../../src/images/base-images';
+import { DEFAULT_RELEASES } from '../../src/domain/releases';
 import { call, PULL_SECRET, SSH_KEY, startApiHarness, type ApiHarness } from '../support/api-harness';
 import { buildSyntheticLiveIso, DEFAULT_KARGS, xorrisoAvailable, type SyntheticIso } from '../support/live-iso';
 import { tempDir } from '../support/services';
@@ -29,7 +34,10 @@ let work: string;
 let fullIe: string;
 let minimalIe: string;
 const admin = () => ({ Authorization: `Bearer ${h.signer.sign({ use: 'user', sub: 'root', admin: true })}` });
-const imageToken = (id: string, ttl = 600, now = Date.now()) => h.signer.sign({ use: 'image', infra_env_id: id }, ttl, now);
+const IMAGE_URL_SECRET = 'discovery-iso-test-image-url-secret-0123456789';
+const urlSigner = new ImageUrlSigner(Buffer.from(IMAGE_URL_SECRET));
+/** A presigned-URL token as the service makes them (the test configures the same secret). */
+const imageToken = (id: string, ttlSeconds = 600, nowMs = Date.now(), version = 0) => urlSigner.sign({ infraEnvId: id, version, expiresAt: Math.floor(nowMs / 1000) + ttlSeconds });
 
 function ci(...args: string[]): string {
   if (!existsSync(coreosInstaller)) throw new Error(`coreos-installer not installed at ${coreosInstaller}; run "bash scripts/install-coreos-installer.sh" (npm test does)`);
@@ -48,7 +56,7 @@ d('discovery ISO', () => {
   beforeAll(async () => {
     small = await buildSyntheticLiveIso({ fillerBytes: 2 * 1024 * 1024, name: 'small.iso' });
     work = tempDir('iso-downloads');
-    h = await startApiHarness({ authType: 'local', env: { BASE_ISO_PATH: small.path } });
+    h = await startApiHarness({ authType: 'local', env: { BASE_ISO_PATH: small.path, IMAGE_URL_SECRET } });
     const mk = async (name: string, type: string) =>
       (await call('POST', `${h.base}/infra-envs`, { headers: admin(), body: { name, pull_secret: PULL_SECRET, ssh_authorized_key: SSH_KEY, image_type: type, additional_ntp_sources: 'ntp.example.com' } })).body.id as string;
     fullIe = await mk('iso-full', 'full-iso');
@@ -92,9 +100,14 @@ d('discovery ISO', () => {
     expect(part.body.equals(rootfs.body.subarray(1000, 2000))).toBe(true);
     expect((await download(byName('vmlinuz'))).body.toString()).toContain('landfall synthetic kernel');
     expect(JSON.parse((await download(byName('discovery.ign'))).body.toString()).ignition.version).toBe('3.4.0');
-    // The same token does not open another infra-env's artifacts.
-    const foreign = byName('rootfs.img').replace(minimalIe, fullIe);
+    // The Ignition's token does not open another infra-env's; the boot artifacts are the release's and need none.
+    const foreign = byName('discovery.ign').replace(minimalIe, fullIe);
     expect((await download(foreign)).status).toBe(404);
+    expect(new URL(byName('rootfs.img')).pathname).toBe('/images/boot-artifacts/1.32/x86_64/rootfs.img');
+    expect((await download(`${h.url}/images/boot-artifacts/9.99/x86_64/rootfs.img`)).status).toBe(404);
+    expect((await download(`${h.url}/images/boot-artifacts/1.32/s390x/rootfs.img`)).status).toBe(404);
+    // Short enough for a BMC's URL field.
+    for (const u of urls) expect(u.length).toBeLessThan(160);
   });
 
   it('embeds exactly the discovery Ignition into the full ISO, as coreos-installer reads it', async () => {
@@ -140,11 +153,51 @@ d('discovery ISO', () => {
     const file = path.join(work, 'minimal.iso');
     writeFileSync(file, iso.body);
     const kargs = ci('iso', 'kargs', 'show', file).trim();
-    expect(kargs).toBe(`mitigations=auto,nosmt ignition.firstboot ignition.platform.id=metal coreos.live.rootfs_url=${h.url}/images/${minimalIe}/rootfs.img`);
+    expect(kargs).toBe(`mitigations=auto,nosmt ignition.firstboot ignition.platform.id=metal coreos.live.rootfs_url=${h.url}/images/boot-artifacts/1.32/x86_64/rootfs.img`);
     expect(ci('iso', 'kargs', 'show', '--default', file).trim()).toBe(DEFAULT_KARGS);
     const embedded = ci('iso', 'ignition', 'show', file);
     const api = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/files?file_name=discovery.ign`, { headers: admin() });
     expect(withoutToken(embedded)).toBe(withoutToken(api.text));
+  });
+
+  it("applies the infra-env's kernel_arguments to both ISOs and the iPXE kernel line; refuses the ones the image depends on", async () => {
+    const mk = async (name: string, type: string, kernel_arguments: unknown) => call('POST', `${h.base}/infra-envs`, { headers: admin(), body: { name, pull_secret: PULL_SECRET, image_type: type, kernel_arguments } });
+    const full = await mk('kargs-full', 'full-iso', [{ operation: 'delete', value: 'mitigations' }, { operation: 'append', value: 'rd.net.timeout.carrier=60' }]);
+    expect(full.status).toBe(201);
+    const fullIso = await download((await call('GET', `${h.base}/infra-envs/${full.body.id}/downloads/image-url`, { headers: admin() })).body.url);
+    writeFileSync(path.join(work, 'kargs-full.iso'), fullIso.body);
+    expect(ci('iso', 'kargs', 'show', path.join(work, 'kargs-full.iso')).trim()).toBe('coreos.liveiso=landfall-test-live ignition.firstboot ignition.platform.id=metal rd.net.timeout.carrier=60');
+
+    const minimal = await mk('kargs-minimal', 'minimal-iso', [{ operation: 'replace', value: 'mitigations=off' }, { operation: 'append', value: 'console=ttyS0,115200n8' }]);
+    const minIso = await download((await call('GET', `${h.base}/infra-envs/${minimal.body.id}/downloads/image-url`, { headers: admin() })).body.url);
+    writeFileSync(path.join(work, 'kargs-minimal.iso'), minIso.body);
+    expect(ci('iso', 'kargs', 'show', path.join(work, 'kargs-minimal.iso')).trim()).toBe(
+      `mitigations=off ignition.firstboot ignition.platform.id=metal coreos.live.rootfs_url=${h.url}/images/boot-artifacts/1.32/x86_64/rootfs.img console=ttyS0,115200n8`,
+    );
+    const ipxe = await call('GET', `${h.base}/infra-envs/${minimal.body.id}/downloads/files?file_name=ipxe-script`, { headers: admin() });
+    expect(ipxe.text).toMatch(/^kernel \S+ initrd=initrd coreos\.live\.rootfs_url=\S+ ignition\.firstboot ignition\.platform\.id=metal ignition\.config\.url=\S+ mitigations=off console=ttyS0,115200n8$/m);
+
+    const reserved = await mk('kargs-bad', 'full-iso', [{ operation: 'append', value: 'ignition.config.url=http://elsewhere/x.ign' }]);
+    expect(reserved.status).toBe(400);
+    expect(reserved.body.reason).toMatch(/kernel_arguments\[0\]: ignition\.config\.url is set by Landfall/);
+    const patched = await call('PATCH', `${h.base}/infra-envs/${full.body.id}`, { headers: admin(), body: { kernel_arguments: [{ operation: 'replace', value: 'nosplit' }] } });
+    expect(patched.status).toBe(400);
+    // The refused change left the stored arguments as they were.
+    // (The wire carries them as a JSON string, as AS does.)
+    expect(JSON.parse((await call('GET', `${h.base}/infra-envs/${full.body.id}`, { headers: admin() })).body.kernel_arguments)).toEqual([{ operation: 'delete', value: 'mitigations' }, { operation: 'append', value: 'rd.net.timeout.carrier=60' }]);
+  });
+
+  it('hands out short presigned URLs that expire when expires_at says', async () => {
+    const before = Date.now();
+    const u = await call('GET', `${h.base}/infra-envs/${fullIe}/downloads/image-url`, { headers: admin() });
+    const expiresAt = Date.parse(u.body.expires_at);
+    // IMAGE_URL_TTL_SECONDS defaults to 4 hours.
+    expect(expiresAt).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 4 * 3600_000 - 1000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 4 * 3600_000);
+    const token = new URL(u.body.url).searchParams.get('image_token')!;
+    expect(urlSigner.verify(token, fullIe, expiresAt - 1000)).toMatchObject({ infraEnvId: fullIe, expiresAt: expiresAt / 1000 });
+    expect(urlSigner.verify(token, fullIe, expiresAt)).toBeUndefined();
+    expect(u.body.url.length).toBeLessThan(130);
   });
 
   it('answers HEAD, single ranges (straddling the embed area) and unsatisfiable ranges', async () => {
@@ -195,14 +248,17 @@ d('discovery ISO', () => {
     const expected = shape(missing.body, unknown);
     expect(expected).toEqual({ kind: 'Error', id: 404, href: '', code: '404', reason: 'infra-env <id> not found' });
 
-    const [head, , sig] = imageToken(fullIe).split('.');
+    const [, version, mac] = imageToken(fullIe).split('.');
     const cases: Record<string, string> = {
       none: '',
       garbage: '?image_token=not-a-token',
-      forged: `?image_token=${head}.${Buffer.from(JSON.stringify({ use: 'image', infra_env_id: fullIe, exp: 9999999999 })).toString('base64url')}.${sig}`,
+      // A later expiry with the MAC of the real token.
+      forged: `?image_token=${(Math.floor(Date.now() / 1000) + 10 * 365 * 86400).toString(36)}.${version}.${mac}`,
+      otherKey: `?image_token=${new ImageUrlSigner(Buffer.alloc(32, 7)).sign({ infraEnvId: fullIe, version: 0, expiresAt: Math.floor(Date.now() / 1000) + 600 })}`,
       expired: `?image_token=${imageToken(fullIe, 60, Date.now() - 3600_000)}`,
       foreign: `?image_token=${imageToken(minimalIe)}`,
-      agent: `?image_token=${h.signer.sign({ use: 'agent', infra_env_id: fullIe }, 600)}`,
+      oldVersion: `?image_token=${imageToken(fullIe, 600, Date.now(), 7)}`,
+      jwt: `?image_token=${h.signer.sign({ use: 'image', infra_env_id: fullIe }, 600)}`,
     };
     for (const [what, q] of Object.entries(cases)) {
       for (const ie of [fullIe, unknown]) {
@@ -215,13 +271,22 @@ d('discovery ISO', () => {
 
   it('answers 404 naming the missing configuration when no base image is configured', async () => {
     const app = express();
-    app.use(imageRoutes({ services: { signer: undefined, baseUrl: 'http://x', now: () => new Date() } as unknown as ServiceContext, baseIsoPath: undefined }));
+    const id = randomUUID();
+    const services = {
+      baseUrl: 'http://x',
+      now: () => new Date(),
+      imageUrlSigner: async () => urlSigner,
+      repos: { infraEnvs: { get: async (x: string) => (x === id ? { id, doc: { openshift_version: '1.31', cpu_architecture: 'x86_64' } } : undefined) } },
+      baseImages: new BaseImages({ releases: DEFAULT_RELEASES, store: undefined as never, cacheDir: tempDir('no-cache'), fallbackPath: undefined }),
+    };
+    app.use(imageRoutes({ services: services as unknown as ServiceContext }));
+    app.use(errorHandler(createLogger({ log: { level: 'silent', format: 'json' } }, 'test')));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     try {
-      const r = await call('GET', `http://127.0.0.1:${(server.address() as AddressInfo).port}/images/${randomUUID()}/full.iso`);
+      const r = await call('GET', `http://127.0.0.1:${(server.address() as AddressInfo).port}/images/${id}/full.iso?image_token=${imageToken(id)}`);
       expect(r.status).toBe(404);
-      expect(r.body).toEqual({ kind: 'Error', id: 404, href: '', code: '404', reason: expect.stringMatching(/no base image is configured.*BASE_ISO_PATH/) });
+      expect(r.body).toEqual({ kind: 'Error', id: 404, href: '', code: '404', reason: expect.stringMatching(/no base image is configured for release 1\.31 on x86_64.*base_images.*BASE_ISO_PATH/) });
     } finally {
       server.close();
     }
@@ -235,8 +300,11 @@ d('discovery ISO', () => {
       global.gc?.();
       const before = process.memoryUsage().rss;
       let peak = before;
-      // AUTH_TYPE=none still signs image URLs when a key is configured (the harness configures one).
-      const res = await fetch(`${h2.url}/images/${ie}/full.iso?image_token=${h2.signer.sign({ use: 'image', infra_env_id: ie }, 600)}`);
+      // AUTH_TYPE=none signs image URLs too (with the key kept in the database).
+      const url = (await call('GET', `${h2.base}/infra-envs/${ie}/downloads/image-url`)).body.url as string;
+      expect(url).toMatch(/\?image_token=[0-9a-z]+\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+      expect((await fetch(url.replace(/image_token=.*/, 'image_token=x'), { method: 'HEAD' })).status).toBe(404);
+      const res = await fetch(url);
       expect(res.status).toBe(200);
       let received = 0;
       const reader = res.body!.getReader();
