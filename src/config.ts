@@ -66,8 +66,10 @@ export const ENV_SCHEMA = z.object({
   EC_PRIVATE_KEY_PEM: optionalString,
   EC_PUBLIC_KEY_PEM: optionalString,
   IMAGE_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600),
+  IMAGE_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   RELEASES_FILE: optionalString,
   BASE_ISO_PATH: optionalString,
+  IMAGE_CACHE_DIR: optionalString,
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
   DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
@@ -78,6 +80,9 @@ export const ENV_SCHEMA = z.object({
   INSTALL_STAGE_SOFT_TIMEOUT_MS: positiveMs.default(30 * 60_000),
   INSTALL_STAGE_HARD_TIMEOUT_MS: positiveMs.default(90 * 60_000),
   INSTALL_FINALIZING_TIMEOUT_MS: positiveMs.default(5 * 3600_000),
+  HOST_LOGS_PENDING_TIMEOUT_MS: positiveMs.default(2 * 60_000),
+  HOST_LOGS_COLLECTION_TIMEOUT_MS: positiveMs.default(10 * 60_000),
+  LOGS_UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(100 * 1024 * 1024),
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
 });
@@ -109,10 +114,10 @@ export interface Config {
     cliPath: string | undefined;
   };
   storage: StorageConfig;
-  auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number };
+  auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number; imageUrlSecret: string | undefined };
   releasesFile: string | undefined;
   /** The base live ISO (CoreOS layout, with an Ignition embed area) discovery images are made from; unset: none served. */
-  images: { baseIsoPath: string | undefined };
+  images: { baseIsoPath: string | undefined; cacheDir: string };
   /** Check every response against the OpenAPI document (tests; costs CPU in production). */
   validateResponses: boolean;
   bodyLimitBytes: number;
@@ -120,6 +125,8 @@ export interface Config {
   demoFleetHosts: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
+  /** Log uploads and collection (logs-service.ts). */
+  logs: { uploadMaxBytes: number; pendingTimeoutMs: number; collectionTimeoutMs: number };
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
 }
@@ -186,13 +193,14 @@ export function parseConfig(
       cliPath: e.TEMPORAL_CLI_PATH,
     },
     storage,
-    auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS },
+    auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS, imageUrlSecret: e.IMAGE_URL_SECRET },
     releasesFile: e.RELEASES_FILE,
-    images: { baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined },
+    images: { baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined, cacheDir: path.resolve(e.IMAGE_CACHE_DIR ?? path.join(stateDir, 'image-cache')) },
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
     install: { preparingMs: e.INSTALL_PREPARING_TIMEOUT_MS, stageSoftMs: e.INSTALL_STAGE_SOFT_TIMEOUT_MS, stageHardMs: e.INSTALL_STAGE_HARD_TIMEOUT_MS, finalizingMs: e.INSTALL_FINALIZING_TIMEOUT_MS },
+    logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
@@ -231,8 +239,10 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     EC_PRIVATE_KEY_PEM: c.auth.privateKeyPem,
     EC_PUBLIC_KEY_PEM: c.auth.publicKeyPem,
     IMAGE_URL_TTL_SECONDS: String(c.auth.imageUrlTtlSeconds),
+    IMAGE_URL_SECRET: c.auth.imageUrlSecret,
     RELEASES_FILE: c.releasesFile,
     BASE_ISO_PATH: c.images.baseIsoPath,
+    IMAGE_CACHE_DIR: c.images.cacheDir,
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
     DEMO_FLEET_HOSTS: String(c.demoFleetHosts),
@@ -243,6 +253,9 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     INSTALL_STAGE_SOFT_TIMEOUT_MS: String(c.install.stageSoftMs),
     INSTALL_STAGE_HARD_TIMEOUT_MS: String(c.install.stageHardMs),
     INSTALL_FINALIZING_TIMEOUT_MS: String(c.install.finalizingMs),
+    HOST_LOGS_PENDING_TIMEOUT_MS: String(c.logs.pendingTimeoutMs),
+    HOST_LOGS_COLLECTION_TIMEOUT_MS: String(c.logs.collectionTimeoutMs),
+    LOGS_UPLOAD_MAX_BYTES: String(c.logs.uploadMaxBytes),
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
   };
