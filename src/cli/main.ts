@@ -1,170 +1,114 @@
 /**
- * `landfall <command>`: one binary for every process. Production runs
- * `landfall migrate`, `landfall api` and `landfall worker` pointed at external
- * services; `landfall dev` runs the whole stack on one machine.
+ * `landfall <command>`: one binary for every process and for the people who
+ * drive it. Production runs `landfall migrate`, `landfall api` and `landfall
+ * worker` pointed at external services; `landfall dev` runs the whole stack on
+ * one machine. The client commands (cluster, hosts, install, …) talk only to
+ * the public REST API, so they work against any Landfall (--url).
  */
-import { loadConfigOrExit } from '../config';
-import { createLogger } from '../logger';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { CliError, EXIT, exitCodesHelp } from './exit-codes';
+import { registerServiceCommands } from './service-commands';
+import { clusterCommand } from './commands/clusters';
+import { infraEnvCommand, isoCommand } from './commands/infra-envs';
+import { hostsCommand } from './commands/hosts';
+import { installCommand } from './commands/install';
+import { eventsCommand } from './commands/events';
+import { kubeconfigCommand, logsCommand } from './commands/downloads';
+import { reportCommand } from './commands/report';
 
-const USAGE = `usage: landfall <command>
+const CLIENT_HELP = `
+Client commands take --url (env LANDFALL_URL, default http://127.0.0.1:8090),
+--token (env LANDFALL_TOKEN, sent as "Authorization: Bearer") and
+-o/--output table|json. A cluster is named by its id or its unique name.
 
-commands:
-  dev                 run everything locally: Temporal + UI, PostgreSQL, migrations, api, worker
-  api                 serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS)
-  worker              run the Temporal worker (needs DATABASE_URL, TEMPORAL_ADDRESS)
-  token user <name> [--admin] [--ttl-hours N]
-  token agent <infra-env-id> [--ttl-hours N]
-                      print a signed token for AUTH_TYPE=local (needs EC_PRIVATE_KEY_PEM)
-  inventory           print this machine's inventory JSON (what the agent reports)
-  replay FILE...      replay saved workflow histories (temporal workflow show -o json) against this code
-  fleet --infra-env ID [--url URL] [--count N] [--profiles control-plane:3,worker:2]
-        [--duration-seconds S] [--poll-seconds S] [--token T] [--netns]
-                      run N simulated hosts (agent loop + simulated executor) against a service
-  migrate [latest|rollback|list]
-                      apply (default), roll back all, or list database migrations
+Watch the demo cluster of \`npm start\` install:
+  landfall hosts --cluster demo
+  landfall install --cluster demo --wait
+  landfall report --cluster demo
 `;
 
-async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE);
-    return;
+export function buildProgram(): Command {
+  const program = new Command('landfall')
+    .description('Landfall: an assisted installer for bare-metal Kubernetes clusters, driven by Temporal')
+    .version(packageVersion())
+    .showSuggestionAfterError()
+    .configureOutput({
+      // Commander's own errors ("error: unknown option") become our one line.
+      outputError: (str, write) => write(`landfall: ${str.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')}\n`),
+    })
+    .exitOverride()
+    .addHelpText('after', `${CLIENT_HELP}\n${exitCodesHelp()}\n`);
+  // Subcommands inherit exitOverride and configureOutput from the program as they are added.
+  program.commandsGroup('Client commands (talk to the REST API at --url):');
+  for (const cmd of [clusterCommand(), infraEnvCommand(), isoCommand(), hostsCommand(), installCommand(), eventsCommand(), logsCommand(), kubeconfigCommand(), reportCommand()]) {
+    program.addCommand(inheritSettings(cmd, program));
   }
-  // These two talk only to the machine or to a service URL; they need no service configuration.
-  if (command === 'inventory') {
-    const { LinuxExecutor } = await import('../../agent/executors/linux');
-    process.stdout.write(JSON.stringify(await new LinuxExecutor().inventory(), null, 2) + '\n');
-    return;
+  program.commandsGroup('Service commands (run Landfall itself; read the environment, see README "Configuration"):');
+  registerServiceCommands(program);
+  return program;
+}
+
+/** addCommand (unlike .command) does not copy the parent's settings; copy them down the tree. */
+function inheritSettings(cmd: Command, parent: Command): Command {
+  cmd.copyInheritedSettings(parent);
+  for (const sub of cmd.commands) inheritSettings(sub, cmd);
+  return cmd;
+}
+
+/** The version in package.json, found from src/cli or dist/src/cli alike. */
+function packageVersion(): string {
+  for (let dir = __dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const file = path.join(dir, 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
   }
-  if (command === 'replay') {
-    await runReplay(rest);
-    return;
-  }
-  if (command === 'fleet') {
-    await runFleetCommand(rest);
-    return;
-  }
-  const cfg = loadConfigOrExit();
-  switch (command) {
-    case 'dev': {
-      const { runDev } = await import('../dev/supervisor');
-      await runDev(cfg);
-      return;
+  return 'unknown';
+}
+
+/** Processes that serve until signalled; every other command exits when its action ends. */
+const SERVING = new Set(['dev', 'api', 'worker']);
+
+export async function run(argv: string[]): Promise<{ code: number; serving: boolean }> {
+  const program = buildProgram();
+  let serving = false;
+  program.hook('preAction', (_program, action) => {
+    serving = SERVING.has(action.name());
+  });
+  const code = await runProgram(program, argv);
+  return { code, serving };
+}
+
+async function runProgram(program: Command, argv: string[]): Promise<number> {
+  try {
+    if (argv.length === 0) {
+      program.outputHelp();
+      return EXIT.ok.code;
     }
-    case 'api': {
-      const { startApi } = await import('../api/server');
-      const logger = createLogger(cfg, 'api');
-      const api = await startApi(cfg, logger);
-      const stop = async () => {
-        logger.info('api stopping');
-        const force = setTimeout(() => process.exit(1), cfg.shutdownTimeoutMs).unref();
-        await api.close();
-        clearTimeout(force);
-        process.exit(0);
-      };
-      process.once('SIGINT', () => void stop());
-      process.once('SIGTERM', () => void stop());
-      return;
+    await program.parseAsync(argv, { from: 'user' });
+    return EXIT.ok.code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are successes; everything else commander refuses is bad usage (already printed).
+      return ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code) ? EXIT.ok.code : EXIT.usage.code;
     }
-    case 'worker': {
-      const { startWorker } = await import('../worker/worker');
-      const worker = await startWorker(cfg);
-      // The Temporal runtime already turns SIGINT/SIGTERM into a graceful worker shutdown.
-      await worker.done;
-      process.exit(0);
-      return;
-    }
-    case 'migrate': {
-      const { createDb } = await import('../db/database');
-      const m = await import('../db/migrations');
-      if (!cfg.database.url) throw new Error('DATABASE_URL is required for migrate');
-      const db = createDb(cfg.database.url, 1);
-      try {
-        const sub = rest[0] ?? 'latest';
-        if (sub === 'latest') process.stdout.write(`applied: ${JSON.stringify(await m.migrateLatest(db))}\n`);
-        else if (sub === 'rollback') process.stdout.write(`rolled back: ${JSON.stringify(await m.migrateRollbackAll(db))}\n`);
-        else if (sub === 'list') process.stdout.write(`${JSON.stringify(await m.listMigrations(db), null, 2)}\n`);
-        else throw new Error(`unknown migrate subcommand "${sub}" (latest, rollback, list)`);
-      } finally {
-        await db.destroy();
-      }
-      return;
-    }
-    case 'token': {
-      const { TokenSigner } = await import('../auth/jwt');
-      if (!cfg.auth.privateKeyPem) throw new Error('EC_PRIVATE_KEY_PEM is required to sign tokens');
-      const signer = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem });
-      const [kind, subject] = rest;
-      const ttlIdx = rest.indexOf('--ttl-hours');
-      const ttl = ttlIdx >= 0 ? Number(rest[ttlIdx + 1]) * 3600 : undefined;
-      if (ttl !== undefined && !(ttl > 0)) throw new Error('--ttl-hours takes a positive number');
-      if (!subject || (kind !== 'user' && kind !== 'agent')) throw new Error('usage: landfall token user <name> | landfall token agent <infra-env-id>');
-      const token =
-        kind === 'user'
-          ? signer.sign({ use: 'user', sub: subject, ...(rest.includes('--admin') ? { admin: true } : {}) }, ttl)
-          : signer.sign({ use: 'agent', infra_env_id: subject }, ttl);
-      process.stdout.write(token + '\n');
-      return;
-    }
-    default:
-      process.stderr.write(`landfall: unknown command "${command}"\n${USAGE}`);
-      process.exit(2);
+    // One readable line, never a stack trace, for anything that reaches the top.
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`landfall: ${message.split('\n')[0]}\n`);
+    return err instanceof CliError ? err.exitCode : EXIT.failed.code;
   }
 }
 
-/** Replays histories against the workflow code of this build: a determinism break shows before a deploy. */
-async function runReplay(files: string[]): Promise<void> {
-  if (!files.length) throw new Error('replay needs one or more history JSON files');
-  const { readFileSync } = await import('node:fs');
-  const { DefaultLogger, Runtime, Worker } = await import('@temporalio/worker');
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  let failed = 0;
-  for (const file of files) {
-    const history = JSON.parse(readFileSync(file, 'utf8'));
-    try {
-      await Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history);
-      process.stdout.write(`replay ok: ${file}\n`);
-    } catch (err) {
-      failed++;
-      process.stdout.write(`replay FAILED: ${file}: ${(err as Error).message.split('\n')[0]}\n`);
-    }
-  }
-  if (failed) process.exit(1);
+export function main(): void {
+  // `landfall … | head` closes the pipe early: that is the reader's choice, not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+  void run(process.argv.slice(2)).then(({ code, serving }) => {
+    // A finished client command exits now rather than when idle keep-alive sockets close.
+    if (code !== 0 || !serving) process.exit(code);
+  });
 }
 
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-async function runFleetCommand(args: string[]): Promise<void> {
-  const { runFleet } = await import('../../agent/fleet');
-  const infraEnvId = flag(args, '--infra-env');
-  if (!infraEnvId) throw new Error('fleet needs --infra-env ID');
-  const abort = new AbortController();
-  process.once('SIGINT', () => abort.abort());
-  process.once('SIGTERM', () => abort.abort());
-  const count = Number(flag(args, '--count') ?? 5);
-  process.stderr.write(`fleet: starting ${count} simulated hosts\n`);
-  const report = await runFleet(
-    {
-      serviceUrl: flag(args, '--url') ?? 'http://localhost:8090',
-      infraEnvId,
-      agentToken: flag(args, '--token'),
-      count,
-      mix: flag(args, '--profiles') ?? 'control-plane:3,worker:2',
-      durationSeconds: Number(flag(args, '--duration-seconds') ?? 600),
-      pollIntervalSeconds: flag(args, '--poll-seconds') ? Number(flag(args, '--poll-seconds')) : undefined,
-      netns: args.includes('--netns'),
-      onProgress: (line) => process.stderr.write(line + '\n'),
-    },
-    abort.signal,
-  );
-  process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-}
-
-main(process.argv.slice(2)).catch((err: unknown) => {
-  // One readable line, never a stack trace, for anything that reaches the top.
-  process.stderr.write(`landfall: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+if (require.main === module) main();

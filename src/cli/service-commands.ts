@@ -1,0 +1,159 @@
+/**
+ * The commands that run Landfall's own processes (dev, api, worker, migrate)
+ * or act on this machine (token, inventory, replay, fleet). These read the
+ * service configuration (src/config.ts); the client commands never do.
+ */
+import { Argument, Option, type Command } from 'commander';
+import { loadConfigOrExit } from '../config';
+import { createLogger } from '../logger';
+import { CliError } from './exit-codes';
+import { positiveInt } from './output';
+
+export function registerServiceCommands(program: Command): void {
+  program
+    .command('dev')
+    .description('run everything locally: Temporal + UI, PostgreSQL, migrations, api, worker, demo fleet (what `npm start` runs)')
+    .action(async () => {
+      const cfg = loadConfigOrExit();
+      const { runDev } = await import('../dev/supervisor');
+      await runDev(cfg);
+    });
+
+  program
+    .command('api')
+    .description('serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS)')
+    .action(async () => {
+      const cfg = loadConfigOrExit();
+      const { startApi } = await import('../api/server');
+      const logger = createLogger(cfg, 'api');
+      const api = await startApi(cfg, logger);
+      const stop = async () => {
+        logger.info('api stopping');
+        const force = setTimeout(() => process.exit(1), cfg.shutdownTimeoutMs).unref();
+        await api.close();
+        clearTimeout(force);
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void stop());
+      process.once('SIGTERM', () => void stop());
+    });
+
+  program
+    .command('worker')
+    .description('run the Temporal worker (needs DATABASE_URL, TEMPORAL_ADDRESS)')
+    .action(async () => {
+      const cfg = loadConfigOrExit();
+      const { startWorker } = await import('../worker/worker');
+      const worker = await startWorker(cfg);
+      // The Temporal runtime already turns SIGINT/SIGTERM into a graceful worker shutdown.
+      await worker.done;
+      process.exit(0);
+    });
+
+  program
+    .command('migrate')
+    .description('apply (default), roll back all, or list database migrations')
+    .addArgument(new Argument('[action]').choices(['latest', 'rollback', 'list']).default('latest'))
+    .action(async (action: string) => {
+      const cfg = loadConfigOrExit();
+      const { createDb } = await import('../db/database');
+      const m = await import('../db/migrations');
+      if (!cfg.database.url) throw new CliError('usage', 'DATABASE_URL is required for migrate');
+      const db = createDb(cfg.database.url, 1);
+      try {
+        if (action === 'latest') process.stdout.write(`applied: ${JSON.stringify(await m.migrateLatest(db))}\n`);
+        else if (action === 'rollback') process.stdout.write(`rolled back: ${JSON.stringify(await m.migrateRollbackAll(db))}\n`);
+        else process.stdout.write(`${JSON.stringify(await m.listMigrations(db), null, 2)}\n`);
+      } finally {
+        await db.destroy();
+      }
+    });
+
+  program
+    .command('token')
+    .description('print a signed token for AUTH_TYPE=local (needs EC_PRIVATE_KEY_PEM): `token user <name>` or `token agent <infra-env-id>`')
+    .addArgument(new Argument('<kind>').choices(['user', 'agent']))
+    .argument('<subject>', 'user name, or infra-env id')
+    .option('--admin', 'a user token with administrator rights')
+    .option('--ttl-hours <n>', 'lifetime in hours', (v) => {
+      const n = Number(v);
+      if (!(n > 0)) throw new CliError('usage', '--ttl-hours takes a positive number');
+      return n;
+    })
+    .action(async (kind: 'user' | 'agent', subject: string, o: { admin?: boolean; ttlHours?: number }) => {
+      const cfg = loadConfigOrExit();
+      const { TokenSigner } = await import('../auth/jwt');
+      if (!cfg.auth.privateKeyPem) throw new CliError('usage', 'EC_PRIVATE_KEY_PEM is required to sign tokens');
+      const signer = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem });
+      const ttl = o.ttlHours !== undefined ? o.ttlHours * 3600 : undefined;
+      const token = kind === 'user' ? signer.sign({ use: 'user', sub: subject, ...(o.admin ? { admin: true } : {}) }, ttl) : signer.sign({ use: 'agent', infra_env_id: subject }, ttl);
+      process.stdout.write(token + '\n');
+    });
+
+  program
+    .command('inventory')
+    .description("print this machine's inventory JSON (what the agent reports)")
+    .action(async () => {
+      const { LinuxExecutor } = await import('../../agent/executors/linux');
+      process.stdout.write(JSON.stringify(await new LinuxExecutor().inventory(), null, 2) + '\n');
+    });
+
+  program
+    .command('replay')
+    .description('replay saved workflow histories (temporal workflow show -o json) against this code')
+    .argument('<files...>', 'history JSON files')
+    .action(runReplay);
+
+  program
+    .command('fleet')
+    .description('run N simulated hosts (agent loop + simulated executor) against a service; prints a JSON report')
+    .requiredOption('--infra-env <id>', 'infra-env the hosts boot into')
+    .option('--url <url>', 'service URL the agents call', 'http://localhost:8090')
+    .option('--token <token>', 'agent token (AUTH_TYPE=local: `landfall token agent <infra-env-id>`)')
+    .option('--count <n>', 'number of hosts', positiveInt('--count'), 5)
+    .option('--profiles <mix>', 'profile mix: name:count,… or profile YAML paths', 'control-plane:3,worker:2')
+    .option('--duration-seconds <s>', 'stop after this long', Number, 600)
+    .addOption(new Option('--poll-seconds <s>', 'agent poll interval').argParser(Number))
+    .option('--netns', 'give each host its own network namespace (root)')
+    .action(async (o: { infraEnv: string; url: string; token?: string; count: number; profiles: string; durationSeconds: number; pollSeconds?: number; netns?: boolean }) => {
+      const { runFleet } = await import('../../agent/fleet');
+      const abort = new AbortController();
+      process.once('SIGINT', () => abort.abort());
+      process.once('SIGTERM', () => abort.abort());
+      process.stderr.write(`fleet: starting ${o.count} simulated hosts\n`);
+      const report = await runFleet(
+        {
+          serviceUrl: o.url,
+          infraEnvId: o.infraEnv,
+          agentToken: o.token,
+          count: o.count,
+          mix: o.profiles,
+          durationSeconds: o.durationSeconds,
+          pollIntervalSeconds: o.pollSeconds,
+          netns: Boolean(o.netns),
+          onProgress: (line) => process.stderr.write(line + '\n'),
+        },
+        abort.signal,
+      );
+      process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    });
+}
+
+/** Replays histories against the workflow code of this build: a determinism break shows before a deploy. */
+async function runReplay(files: string[]): Promise<void> {
+  const { readFileSync } = await import('node:fs');
+  const { DefaultLogger, Runtime, Worker } = await import('@temporalio/worker');
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  let failed = 0;
+  for (const file of files) {
+    const history = JSON.parse(readFileSync(file, 'utf8'));
+    try {
+      await Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history);
+      process.stdout.write(`replay ok: ${file}\n`);
+    } catch (err) {
+      failed++;
+      process.stdout.write(`replay FAILED: ${file}: ${(err as Error).message.split('\n')[0]}\n`);
+    }
+  }
+  if (failed) process.exit(1);
+}
