@@ -24,6 +24,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const temporal = createTemporalClient(cfg.temporal);
   const repos = createRepos(db);
   const metrics = createMetrics(db);
+  const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port };
   const app = createApp({
     logger,
     temporal,
@@ -31,8 +32,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     authType: cfg.auth.type,
     validateResponses: cfg.validateResponses,
     bodyLimitBytes: cfg.bodyLimitBytes,
-    baseIsoPath: cfg.images.baseIsoPath,
-    services: { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port },
+    services,
     metricsRegistry: metrics.registry,
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     readinessChecks: [
@@ -47,6 +47,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   });
   const url = `http://${cfg.api.host === '0.0.0.0' ? 'localhost' : cfg.api.host}:${cfg.api.port}`;
   logger.info({ url, storage: store.description, temporal: cfg.temporal.address }, 'api listening');
+  // Catalogued base images are fetched now rather than by the first person who downloads an ISO.
+  services.baseImages.warm(logger);
   return {
     server,
     url,

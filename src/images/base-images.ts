@@ -69,10 +69,11 @@ export class BaseImages {
   }
 
   /** Fetches every catalogued image in the background (at API start), so the first download need not wait. */
-  warm(): void {
+  warm(logger: Logger | undefined = this.o.logger): void {
     for (const [release, r] of Object.entries(this.o.releases)) {
       for (const arch of Object.keys(r.base_images ?? {})) {
-        this.imageFor(release, arch).catch((err: unknown) => this.o.logger?.warn({ release, arch, err: (err as Error).message }, 'base image could not be fetched yet'));
+        // A failure here is logged and tried again by the first download that needs the image.
+        this.imageFor(release, arch).catch((err: unknown) => logger?.warn({ release, arch, err: (err as Error).message }, 'base image could not be fetched yet'));
       }
     }
   }
