@@ -1,6 +1,7 @@
 import type { HostRow } from '../src/db/rows';
 import type { ServiceContext } from '../src/services/context';
 import { refreshCluster, refreshUnboundHost } from '../src/services/refresh-service';
+import { expireLogCollection } from '../src/services/logs-service';
 
 const WATCHED = ['discovering', 'known', 'insufficient', 'pending-for-input', 'preparing-for-installation', 'preparing-successful'];
 
@@ -11,7 +12,7 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
      * the state machine marks them disconnected. Idempotent: a second run
      * finds them already disconnected and does nothing.
      */
-    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number }> {
+    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number }> {
       const cutoff = new Date(ctx.now().getTime() - ctx.lifecycle.disconnectTimeoutMs);
       const silent = await ctx.db<HostRow>('hosts').whereIn('status', WATCHED).andWhere((w) => w.where('checked_in_at', '<', cutoff).orWhereNull('checked_in_at')).select('id', 'infra_env_id', 'cluster_id');
       const clusters = [...new Set(silent.map((h) => h.cluster_id).filter((c): c is string => Boolean(c)))];
@@ -24,7 +25,9 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
       }
       const ids = silent.map((h) => h.id);
       const disconnected = ids.length ? Number((await ctx.db('hosts').whereIn('id', ids).where({ status: 'disconnected' }).count('* as n'))[0]!.n) : 0;
-      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected };
+      // Log collections that ran out of time are a monitor's job too: nothing else looks at a silent agent.
+      const logs = await expireLogCollection(ctx);
+      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters };
     },
   };
 }

@@ -18,6 +18,9 @@ export interface AgentLog {
   warn(msg: string, data?: Record<string, unknown>): void;
 }
 
+/** How many of its own recent log lines an agent keeps for its logs archive. */
+export const RECENT_LOG_LINES = 500;
+
 /** The service keeps the last result of each step type, so an identical success need not be sent again for an hour. */
 export const REPLY_CACHE_MS = 3600_000;
 
@@ -34,14 +37,33 @@ export class HostAgent {
   private hostId = '';
   private readonly replyCache = new Map<string, { digest: string; at: number }>();
   private pendingDiagnosis: { diagnosis: Diagnosis; since: number; attempts: number } | undefined;
+  /** The agent's own recent log lines (and the steps it ran): what its logs archive says about it. */
+  private readonly recent: string[] = [];
+  private readonly log: AgentLog;
 
   constructor(
     private readonly cfg: AgentConfig,
     private readonly executor: Executor,
     private readonly client: ServiceClient,
-    private readonly log: AgentLog,
+    log: AgentLog,
     private readonly opts: { proxy?: string; writeStatus?: boolean; now?: () => number } = {},
-  ) {}
+  ) {
+    const keep = (level: string, msg: string, data?: Record<string, unknown>) => this.remember(`${level} ${msg}${data ? ` ${JSON.stringify(data)}` : ''}`);
+    this.log = {
+      info: (msg, data) => (keep('info', msg, data), log.info(msg, data)),
+      warn: (msg, data) => (keep('warn', msg, data), log.warn(msg, data)),
+    };
+  }
+
+  private remember(line: string): void {
+    this.recent.push(`${new Date(this.now()).toISOString()} ${line}`);
+    if (this.recent.length > RECENT_LOG_LINES) this.recent.splice(0, this.recent.length - RECENT_LOG_LINES);
+  }
+
+  /** A copy of the recent log lines, oldest first. */
+  recentLog(): string[] {
+    return [...this.recent];
+  }
 
   private now(): number {
     return this.opts.now?.() ?? Date.now();
@@ -175,13 +197,28 @@ export class HostAgent {
       },
       uploadLogs: async (tgz: Buffer, meta: Record<string, unknown>) => {
         const cluster = String(meta.cluster_id ?? '');
-        if (!cluster) return;
-        await this.client.upload(`/clusters/${cluster}/logs?logs_type=host&infra_env_id=${this.cfg.infraEnvId}&host_id=${this.hostId}`, `${this.hostId}.tar.gz`, tgz, signal);
+        if (!cluster) throw new Error('logs need a cluster_id to be uploaded to');
+        const r = await this.client.upload(`/clusters/${cluster}/logs?logs_type=host&infra_env_id=${this.cfg.infraEnvId}&host_id=${this.hostId}`, `${this.hostId}.tar.gz`, tgz, signal);
+        if (r.status !== 204) throw new Error(`the service refused the logs upload (HTTP ${r.status}): ${r.text.slice(0, 300)}`);
+        this.log.info('logs uploaded', { bytes: tgz.length, reason: meta.reason });
       },
+      logsProgress: async (state: string) => {
+        await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/logs-progress`, { logs_state: state }, signal);
+      },
+      uploadControllerLogs: async (clusterId: string, tgz: Buffer) => {
+        await this.client.request('PUT', `/clusters/${clusterId}/logs-progress`, { logs_state: 'requested' }, signal);
+        const r = await this.client.upload(`/clusters/${clusterId}/logs?logs_type=controller`, 'controller.tar.gz', tgz, signal);
+        if (r.status !== 204) throw new Error(`the service refused the controller logs upload (HTTP ${r.status}): ${r.text.slice(0, 300)}`);
+        this.log.info('controller logs uploaded', { bytes: tgz.length });
+      },
+      agentLog: () => this.recentLog(),
+      warn: (msg: string, data?: Record<string, unknown>) => this.log.warn(msg, data),
     };
     await Promise.all(
       (steps.instructions ?? []).map(async (step) => {
+        const started = this.now();
         const result = await runStep(step, ctx, signal);
+        this.remember(`step ${step.step_type} ${step.step_id}: exit ${result.exit_code} after ${this.now() - started} ms${result.error ? `: ${result.error.slice(0, 200)}` : ''}`);
         if (this.isDuplicate(step.step_type, result.exit_code, result.output)) {
           this.stats.repliesSkipped++;
           return;

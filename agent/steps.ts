@@ -10,7 +10,16 @@ import type { Executor, Step, StepResult } from './types';
 export interface StepContext {
   executor: Executor;
   reportProgress(stage: string, info?: string): Promise<void>;
+  /** Uploads this host's logs archive for the cluster in `meta.cluster_id`; throws when the service refuses it. */
   uploadLogs(tarGz: Buffer, meta: Record<string, unknown>): Promise<void>;
+  /** PUT …/hosts/{id}/logs-progress. */
+  logsProgress?(state: 'requested' | 'collecting' | 'completed'): Promise<void>;
+  /** Uploads controller logs for a cluster (logs-progress `requested` first). */
+  uploadControllerLogs?(clusterId: string, tarGz: Buffer): Promise<void>;
+  /** The agent's recent log lines, for the logs archive. */
+  agentLog?(): string[];
+  /** The agent's log, for what a step does on the side (a logs upload that failed). */
+  warn?(msg: string, data?: Record<string, unknown>): void;
   clusterStatus?(clusterId: string): Promise<string | undefined>;
   reportComponent?(clusterId: string, name: string, status: string): Promise<void>;
 }
@@ -31,6 +40,14 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 
 export class StepInputError extends Error {}
 
+/** The install was stopped on the service's request (stop-installation), not failed. */
+export class InstallStopped extends Error {
+  constructor() {
+    super('installation stopped');
+    this.name = 'InstallStopped';
+  }
+}
+
 function jsonArg<T>(step: Step, index = 0): T {
   const raw = step.args?.[index];
   if (raw === undefined) throw new StepInputError(`${step.step_type} needs an argument`);
@@ -43,6 +60,13 @@ function jsonArg<T>(step: Step, index = 0): T {
 
 type Handler = (step: Step, ctx: StepContext, signal: AbortSignal) => Promise<unknown>;
 
+/** Gather and upload, announcing it on the way (requested → collecting; the upload itself completes it). */
+export async function gatherAndUploadLogs(ctx: StepContext, args: Record<string, unknown>, signal: AbortSignal, announce: boolean): Promise<void> {
+  if (announce) await ctx.logsProgress?.('requested');
+  await ctx.logsProgress?.('collecting');
+  await ctx.executor.logsGather(args, (tgz) => ctx.uploadLogs(tgz, args), signal, { agentLog: ctx.agentLog?.() ?? [] });
+}
+
 const HANDLERS: Record<string, Handler> = {
   inventory: (_s, ctx) => ctx.executor.inventory(),
   'connectivity-check': (s, ctx, sig) => ctx.executor.connectivityCheck(jsonArg(s), sig),
@@ -53,20 +77,32 @@ const HANDLERS: Record<string, Handler> = {
   install: async (s, ctx, sig) => {
     const args = jsonArg<Record<string, unknown>>(s);
     const clusterId = String(args.cluster_id ?? '');
-    await ctx.executor.install(
-      args,
-      {
-        report: (stage, info) => ctx.reportProgress(stage, info),
-        clusterStatus: async () => ctx.clusterStatus?.(clusterId),
-        reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
-      },
-      sig,
-    );
+    const logsArgs = { ...args, reason: 'install' };
+    try {
+      await ctx.executor.install(
+        args,
+        {
+          report: (stage, info) => ctx.reportProgress(stage, info),
+          clusterStatus: async () => ctx.clusterStatus?.(clusterId),
+          reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
+          // Logs are best effort: an install never fails because its logs could not be uploaded.
+          uploadHostLogs: () => gatherAndUploadLogs(ctx, { ...logsArgs, reason: 'before-reboot' }, sig, true).catch((e: Error) => ctx.warn?.('logs upload before reboot failed', { error: e.message })),
+          uploadControllerLogs: async (tgz) => ctx.uploadControllerLogs?.(clusterId, tgz).catch((e: Error) => ctx.warn?.('controller logs upload failed', { error: e.message })),
+        },
+        sig,
+      );
+    } catch (err) {
+      // A failed install uploads its logs at once, so the person at the console need not ask; a stopped one is asked by the service.
+      if (!sig.aborted && !(err instanceof InstallStopped)) {
+        await gatherAndUploadLogs(ctx, { ...logsArgs, reason: 'install-failed', error: (err as Error)?.message }, sig, true).catch((e: Error) => ctx.warn?.('logs upload after the failed install failed', { error: e.message }));
+      }
+      throw err;
+    }
     return undefined;
   },
   'logs-gather': async (s, ctx, sig) => {
     const args = jsonArg<Record<string, unknown>>(s);
-    await ctx.executor.logsGather(args, (tgz) => ctx.uploadLogs(tgz, args), sig);
+    await gatherAndUploadLogs(ctx, { ...args, reason: 'logs-gather' }, sig, false);
     return undefined;
   },
   'stop-installation': async (_s, ctx, sig) => {

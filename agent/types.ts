@@ -76,7 +76,8 @@ export interface Executor {
   domainResolution(args: { domains: Array<{ domain_name: string }> }, signal: AbortSignal): Promise<unknown>;
   diskSpeedCheck(args: { path: string }, signal: AbortSignal): Promise<{ path: string; io_sync_duration: number }>;
   install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void>;
-  logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, signal: AbortSignal): Promise<void>;
+  /** Gathers this host's logs into one tar.gz and hands it to `upload`; `context` carries what the agent itself knows (its recent log lines). */
+  logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, signal: AbortSignal, context?: LogsContext): Promise<void>;
   stopInstallation(signal: AbortSignal): Promise<void>;
   /** Seconds the host clock differs from true time (simulated skew); 0 on real hosts. */
   clockOffsetSeconds(): number;
@@ -89,6 +90,16 @@ export interface InstallIo {
   report(stage: string, info?: string): Promise<void>;
   clusterStatus(): Promise<string | undefined>;
   reportComponent(name: string, status: 'available' | 'progressing' | 'failed'): Promise<void>;
+  /** Gathers and uploads this host's logs (logs `requested`, then `collecting`); called right before the host reboots. */
+  uploadHostLogs?(): Promise<void>;
+  /** Uploads the (simulated) in-cluster controller's logs as logs_type=controller. */
+  uploadControllerLogs?(tarGz: Buffer): Promise<void>;
+}
+
+/** What the agent hands an executor gathering logs. */
+export interface LogsContext {
+  /** The agent's own recent log lines and the steps it ran, oldest first. */
+  agentLog: string[];
 }
 
 export interface ConnectivityPeer {

@@ -12,9 +12,26 @@ import { promisify } from 'node:util';
 import { promises as dns } from 'node:dns';
 import { gzipSync } from 'node:zlib';
 import { tar } from '../../src/util/tar';
-import type { ConnectivityPeer, Disk, Executor, InstallIo, Interface, Inventory } from '../types';
+import type { ConnectivityPeer, Disk, Executor, InstallIo, Interface, Inventory, LogsContext } from '../types';
 
 const run = promisify(execFile);
+
+/**
+ * What a host's logs archive holds, one file per source. Every source is
+ * optional: a missing command or one that needs more rights than the agent has
+ * leaves a file saying so, never a missing archive.
+ */
+export const LOG_SOURCES: ReadonlyArray<{ file: string; cmd: string; args: string[]; why: string }> = [
+  { file: 'agent.journal.log', cmd: 'journalctl', args: ['-u', 'landfall-agent', '-b', '--no-pager', '-o', 'short-iso', '-n', '5000'], why: 'the agent service this boot' },
+  { file: 'installer.journal.log', cmd: 'journalctl', args: ['-t', 'coreos-installer', '-b', '--no-pager', '-o', 'short-iso', '-n', '5000'], why: 'coreos-installer output this boot' },
+  { file: 'boot.journal.log', cmd: 'journalctl', args: ['-b', '--no-pager', '-o', 'short-iso', '-n', '20000'], why: 'the last 20000 journal lines of this boot' },
+  { file: 'dmesg.log', cmd: 'dmesg', args: ['--ctime'], why: 'kernel messages (disk and NIC errors)' },
+  { file: 'ip-addr.txt', cmd: 'ip', args: ['addr'], why: 'addresses of every interface' },
+  { file: 'ip-route.txt', cmd: 'ip', args: ['route'], why: 'routes' },
+  { file: 'lsblk.txt', cmd: 'lsblk', args: ['-o', 'NAME,PATH,SIZE,TYPE,ROTA,RM,RO,MODEL,SERIAL,FSTYPE,MOUNTPOINT'], why: 'disks and partitions' },
+];
+
+const DMESG_TAIL_LINES = 2000;
 
 async function tryRun(cmd: string, args: string[], timeoutMs = 30000): Promise<string | undefined> {
   try {
@@ -313,18 +330,40 @@ export class LinuxExecutor implements Executor {
       this.installer.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`coreos-installer exited ${code}: ${last}`))));
     });
     await report('Rebooting');
+    // The discovery system (and its journal) is gone after the reboot: its logs go up first.
+    await io.uploadHostLogs?.();
     await run('systemctl', ['reboot']);
   }
 
-  async logsGather(_args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>): Promise<void> {
-    const journal = (await tryRun('journalctl', ['-b', '--no-pager', '-o', 'short-iso'], 120000)) ?? 'journalctl not available\n';
-    const entries = [{ name: 'journal.log', body: Buffer.from(journal) }];
-    const dmesg = await tryRun('dmesg', []);
-    if (dmesg) entries.push({ name: 'dmesg.log', body: Buffer.from(dmesg) });
-    await upload(gzipSync(tar(entries)));
+  async logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, _signal?: AbortSignal, context?: LogsContext): Promise<void> {
+    await upload(await gatherLinuxLogs(args, context));
   }
 
   async stopInstallation(): Promise<void> {
     this.installer?.kill('SIGTERM');
   }
+}
+
+/** Runs every log source and packs the results (and a summary of what worked) into one tar.gz. */
+export async function gatherLinuxLogs(args: Record<string, unknown>, context?: LogsContext, sources = LOG_SOURCES): Promise<Buffer> {
+  const now = new Date();
+  const entries: Array<{ name: string; body: Buffer; mtime: Date }> = [];
+  const summary: string[] = [`logs of ${os.hostname()} gathered ${now.toISOString()} (reason: ${String(args.reason ?? 'logs-gather')})`, ''];
+  for (const src of sources) {
+    const started = Date.now();
+    try {
+      let out = (await run(src.cmd, src.args, { timeout: 60000, maxBuffer: 64 * 1024 * 1024 })).stdout;
+      if (src.cmd === 'dmesg') out = out.split('\n').slice(-DMESG_TAIL_LINES).join('\n');
+      entries.push({ name: src.file, body: Buffer.from(out), mtime: now });
+      summary.push(`ok      ${src.file} (${src.why}): ${Buffer.byteLength(out)} bytes in ${Date.now() - started} ms`);
+    } catch (err) {
+      const e = err as { code?: string | number; stderr?: string; message?: string };
+      const reason = e.code === 'ENOENT' ? `${src.cmd} is not installed` : `${src.cmd} failed: ${(e.stderr || e.message || String(err)).trim().split('\n')[0]}`;
+      entries.push({ name: src.file, body: Buffer.from(`unavailable: ${reason}\n`), mtime: now });
+      summary.push(`missing ${src.file} (${src.why}): ${reason}`);
+    }
+  }
+  entries.push({ name: 'agent.log', body: Buffer.from(`${(context?.agentLog ?? []).join('\n')}\n`), mtime: now });
+  entries.unshift({ name: 'gather-summary.txt', body: Buffer.from(`${summary.join('\n')}\n`), mtime: now });
+  return gzipSync(tar(entries));
 }

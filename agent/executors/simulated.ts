@@ -8,8 +8,12 @@ import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
 import { STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
 import { tar } from '../../src/util/tar';
-import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory } from '../types';
+import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory, LogsContext } from '../types';
 import { sleep } from '../service-client';
+import { InstallStopped } from '../steps';
+
+/** Lines of its own activity a simulated host keeps for its logs archive. */
+const ACTIVITY_LINES = 300;
 
 export interface HostProfile {
   name: string;
@@ -67,6 +71,13 @@ export class SimulatedExecutor implements Executor {
   private failures = 0;
   /** Set when the simulated host "reboots into the discovery image" during install. */
   private rebootedIntoDiscovery = false;
+  /** What this simulated host did (steps, stages), for its logs archive: the only honest "journal" it has. */
+  private readonly activity: string[] = [];
+
+  private note(line: string): void {
+    this.activity.push(`${new Date().toISOString()} ${line}`);
+    if (this.activity.length > ACTIVITY_LINES) this.activity.splice(0, this.activity.length - ACTIVITY_LINES);
+  }
 
   takeRebootIntoDiscovery(): boolean {
     const r = this.rebootedIntoDiscovery;
@@ -91,6 +102,7 @@ export class SimulatedExecutor implements Executor {
   }
 
   async inventory(): Promise<Inventory> {
+    this.note('inventory: reported the simulated hardware of the profile');
     const p = this.profile;
     const disks: Disk[] = p.disks.map((d, i) => {
       const byId = `/dev/disk/by-id/wwn-0x5000c500${createHash('sha1').update(`${this.identity.id}${d.name}`).digest('hex').slice(0, 8)}`;
@@ -136,6 +148,7 @@ export class SimulatedExecutor implements Executor {
   }
 
   async connectivityCheck(peers: ConnectivityPeer[]): Promise<unknown> {
+    this.note(`connectivity-check: ${peers.length} peer(s) on the simulated network`);
     const me = this.network.get(this.identity.ip)!;
     const nic = this.profile.nics?.[0]?.name ?? 'eth0';
     return {
@@ -193,6 +206,7 @@ export class SimulatedExecutor implements Executor {
   }
 
   async diskSpeedCheck(args: { path: string }): Promise<{ path: string; io_sync_duration: number }> {
+    this.note(`installation-disk-speed-check: ${args.path}`);
     const disk = this.profile.disks.find((d) => `/dev/${d.name}` === args.path || args.path.includes(d.name)) ?? this.profile.disks[0]!;
     return { path: args.path, io_sync_duration: disk.fsync_ms ?? 1 };
   }
@@ -205,15 +219,23 @@ export class SimulatedExecutor implements Executor {
     const cp = Number(args.control_plane_count ?? 3);
     const stageRole: StageRole = cp === 1 ? 'sno' : role === 'bootstrap' ? 'bootstrap' : role === 'worker' ? 'worker' : 'master';
     const seconds = this.profile.install?.stage_seconds ?? 1;
+    this.note(`install: started as ${role} (${stageRole} stages)`);
     for (const stage of STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk')) {
-      if (stop.aborted) throw new Error('installation stopped');
+      if (stop.aborted) {
+        this.note('install: stopped on request');
+        throw new InstallStopped();
+      }
+      this.note(`install: stage ${stage}`);
       await report(stage, stage === 'Writing image to disk' ? '100%' : stage === 'Starting installation' || stage === 'Installing' ? role : undefined);
       // A failure happens inside a stage, after the host reported entering it (as a real installer does).
       if (this.profile.install?.fail_at_stage === stage && !(this.profile.install.fail_once && this.failures > 0)) {
         this.failures++;
+        this.note(`install: simulated failure at ${stage} (profile install.fail_at_stage)`);
         await report('Failed', `simulated failure at ${stage}`);
         throw new Error(`simulated failure at stage ${stage}`);
       }
+      // Before rebooting a host uploads its logs (what the real installer does too).
+      if (stage === 'Rebooting') await io.uploadHostLogs?.();
       if (stage === 'Rebooting' && this.profile.install?.reboot_into_discovery) {
         // The boot order put the discovery image first: the host comes back as a discovery host.
         this.rebootedIntoDiscovery = true;
@@ -230,20 +252,70 @@ export class SimulatedExecutor implements Executor {
         const status = await io.clusterStatus().catch(() => undefined);
         if (status === 'finalizing') {
           for (const c of ['kube-apiserver', 'etcd', 'cni']) await io.reportComponent(c, 'available');
+          this.note('controller: reported kube-apiserver, etcd and cni available');
+          // The bootstrap host plays the controller's log upload: once, not once per host.
+          if (role === 'bootstrap') await io.uploadControllerLogs?.(this.controllerLogs(String(args.cluster_id ?? ''), 'finalizing completed'));
           return;
         }
-        if (status && !['installing', 'installing-pending-user-action', 'finalizing'].includes(status)) return;
+        if (status && !['installing', 'installing-pending-user-action', 'finalizing'].includes(status)) {
+          if (role === 'bootstrap' && status === 'error') await io.uploadControllerLogs?.(this.controllerLogs(String(args.cluster_id ?? ''), 'the installation failed'));
+          return;
+        }
         await sleep(500, stop);
       }
     }
   }
 
-  async logsGather(_args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>): Promise<void> {
-    const journal = `simulated journal of ${this.identity.hostname} (${this.profile.name})\n`;
-    await upload(gzipSync(tar([{ name: 'journal.log', body: Buffer.from(journal) }, { name: 'profile.json', body: Buffer.from(JSON.stringify(this.profile, null, 2)) }])));
+  /**
+   * A real archive whose every file says it is simulated: the agent's own log
+   * lines, what this simulated host did, and its profile. Never a fake journal.
+   */
+  async logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, _signal?: AbortSignal, context?: LogsContext): Promise<void> {
+    const now = new Date();
+    const text = (lines: string[]) => Buffer.from(lines.length ? `${lines.join('\n')}\n` : '(nothing recorded)\n');
+    const host = { simulated: true, host_id: this.identity.id, hostname: this.identity.hostname, ip: this.identity.ip, mac: this.identity.mac, profile: this.profile.name, reason: args.reason ?? 'logs-gather', gathered_at: now.toISOString() };
+    const readme = [
+      `SIMULATED HOST LOGS: ${this.identity.hostname} (${this.identity.id})`,
+      '',
+      `This archive was produced by the Landfall fleet simulator for a simulated host (profile "${this.profile.name}").`,
+      'No machine was installed and there is no system journal: the files hold what the agent and the simulated',
+      'executor actually did, so a failure can be followed, but nothing here comes from a real operating system.',
+      '',
+      'host.json      who this host is and why the logs were gathered',
+      'agent.log      the agent\'s recent log lines and the steps it ran',
+      'activity.log   what the simulated executor did (steps, install stages, simulated failures)',
+      'profile.json   the simulated hardware and install behaviour',
+    ];
+    this.note(`logs-gather: archive built (${String(host.reason)})`);
+    await upload(
+      gzipSync(
+        tar([
+          { name: 'README.txt', body: Buffer.from(`${readme.join('\n')}\n`), mtime: now },
+          { name: 'host.json', body: Buffer.from(JSON.stringify(host, null, 2)), mtime: now },
+          { name: 'agent.log', body: text(context?.agentLog ?? []), mtime: now },
+          { name: 'activity.log', body: text(this.activity), mtime: now },
+          { name: 'profile.json', body: Buffer.from(JSON.stringify(this.profile, null, 2)), mtime: now },
+        ]),
+      ),
+    );
+  }
+
+  /** The simulated controller's archive: what it observed and reported, marked as simulated. */
+  private controllerLogs(clusterId: string, reason: string): Buffer {
+    const now = new Date();
+    const readme = `SIMULATED CONTROLLER LOGS for cluster ${clusterId}\n\nProduced by the Landfall fleet simulator: host ${this.identity.hostname} (${this.identity.id}) played the in-cluster controller.\nThere is no real cluster behind these files.\n`;
+    const status = { simulated: true, cluster_id: clusterId, played_by: this.identity.id, reason, gathered_at: now.toISOString() };
+    return gzipSync(
+      tar([
+        { name: 'README.txt', body: Buffer.from(readme), mtime: now },
+        { name: 'controller.json', body: Buffer.from(JSON.stringify(status, null, 2)), mtime: now },
+        { name: 'activity.log', body: Buffer.from(`${this.activity.filter((l) => /controller|install:/.test(l)).join('\n')}\n`), mtime: now },
+      ]),
+    );
   }
 
   async stopInstallation(): Promise<void> {
+    this.note('stop-installation: requested by the service');
     this.installing?.abort();
   }
 }

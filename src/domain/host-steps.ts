@@ -23,6 +23,7 @@ export const STEPS_BY_HOST_STATUS: Record<string, StepPlan> = {
   'preparing-successful': { nextInstructionSeconds: NORMAL, steps: [] },
   installing: { nextInstructionSeconds: NORMAL, steps: [] },
   'installing-in-progress': { nextInstructionSeconds: NORMAL, steps: [] },
+  // error and cancelled also get logs-gather and stop-installation, once per failure or cancel rather than on every poll (logs-service.ts).
   error: { nextInstructionSeconds: SLOW, steps: [] },
   cancelled: { nextInstructionSeconds: SLOW, steps: [] },
   'resetting-pending-user-action': { nextInstructionSeconds: SLOW, steps: [] },

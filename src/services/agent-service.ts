@@ -21,6 +21,7 @@ import { refreshForHost } from './refresh-service';
 import { dueNow, forgetSentSteps, stepArgs } from './step-args';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
+import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
 
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
@@ -104,6 +105,8 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
     const args = await stepArgs(ctx, type, polling);
     if (args && dueNow(hostId, type, args, now)) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
   }
+  // A host in error or cancelled is asked for its logs once per failure or cancel.
+  if (LOGS_WANTED_STATUSES.includes(host.status)) instructions.push(...(await logsGatherSteps(ctx, key, (type) => stepId(type, rand))));
   // Most polls find the queue empty; checkIn said so without another round trip.
   const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];
   for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
@@ -232,13 +235,6 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
   if (change.clusterId && (change.stageChanged || change.statusChanged)) {
     await signalHostReport(ctx, change.clusterId, { hostId, status: change.status, stage: progress.current_stage, info: progress.progress_info });
   }
-}
-
-export async function updateHostLogsProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, logsState: string): Promise<void> {
-  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
-  const now = ctx.now().toISOString();
-  const doc = { ...host.doc, logs_info: logsState, ...(logsState === 'requested' ? { logs_started_at: now } : {}), ...(logsState === 'completed' ? { logs_collected_at: now } : {}) };
-  await ctx.repos.hosts.update({ infraEnvId, hostId }, { doc });
 }
 
 /** The host's Ignition, written by the install's prepare activity; 409 until then. */

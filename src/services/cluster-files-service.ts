@@ -1,17 +1,14 @@
 /**
  * Everything a cluster carries besides its settings: install-config overrides,
- * custom manifests, generated files, credentials, logs, operator and
- * finalizing reports from the installed cluster.
+ * custom manifests, generated files, credentials, operator and finalizing
+ * reports from the installed cluster (logs: logs-service.ts).
  */
-import { gzipSync } from 'node:zlib';
-import type { Readable } from 'node:stream';
 import { stringify as toYaml, parseAllDocuments } from 'yaml';
 import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
-import { tar } from '../util/tar';
 import type { ManifestRow } from '../db/rows';
 import type { ServiceContext } from './context';
-import { loadCluster, loadHost } from './access';
+import { loadCluster } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { componentsAvailable } from '../domain/lifecycle/components';
 import { signalComponents } from './install-signals';
@@ -167,40 +164,6 @@ export async function downloadClusterFile(ctx: ServiceContext, p: Principal, id:
   const key = `clusters/${id}/${fileName.endsWith('.ign') ? 'ignition/' : ''}${fileName}`;
   if (!(await ctx.store.stat(key))) throw conflict(`${fileName} has not been generated yet`);
   return { body: await ctx.store.getBuffer(key), contentType: 'application/octet-stream' };
-}
-
-/** Logs are stored per source; the download bundles what was asked for into one tar.gz. */
-export async function uploadLogs(ctx: ServiceContext, p: Principal, id: string, q: { logs_type: string; host_id?: string; infra_env_id?: string }, body: Readable, requestId?: string): Promise<void> {
-  const c = await loadCluster(ctx, p, id);
-  let key: string;
-  if (q.logs_type === 'host') {
-    if (!q.host_id || !q.infra_env_id) throw badRequest('host_id and infra_env_id are required for host logs');
-    const { host } = await loadHost(ctx, p, q.infra_env_id, q.host_id);
-    if (host.cluster_id !== id) throw notFound(`host ${q.host_id}`);
-    key = `clusters/${id}/logs/host/${q.host_id}.tar.gz`;
-  } else {
-    key = `clusters/${id}/logs/controller/controller.tar.gz`;
-  }
-  await ctx.store.put(key, body, 'application/gzip');
-  await ctx.repos.events.add({ name: 'cluster_logs_uploaded', clusterId: id, hostId: q.host_id ?? null, infraEnvId: q.infra_env_id ?? null, props: { logs_type: q.logs_type, cluster_name: c.name }, requestId });
-}
-
-export async function downloadLogs(ctx: ServiceContext, p: Principal, id: string, logsType: string, hostId?: string): Promise<{ fileName: string; body: Buffer }> {
-  const c = await loadCluster(ctx, p, id);
-  const prefix = `clusters/${id}/logs/`;
-  let objects = await ctx.store.list(prefix);
-  if (logsType === 'host') objects = objects.filter((o) => o.key.startsWith(`${prefix}host/`) && (!hostId || o.key.endsWith(`/${hostId}.tar.gz`)));
-  if (logsType === 'controller') objects = objects.filter((o) => o.key.startsWith(`${prefix}controller/`));
-  if (!objects.length) throw conflict(`no ${logsType} logs have been uploaded for cluster ${id}`);
-  if (objects.length === 1 && logsType !== 'all') return { fileName: `${c.name}_${id}_${logsType}.tar.gz`, body: await ctx.store.getBuffer(objects[0]!.key) };
-  const entries = await Promise.all(objects.map(async (o) => ({ name: o.key.slice(prefix.length), body: await ctx.store.getBuffer(o.key), mtime: o.modifiedAt })));
-  return { fileName: `${c.name}_${id}_${logsType}.tar.gz`, body: gzipSync(tar(entries)) };
-}
-
-export async function updateClusterLogsProgress(ctx: ServiceContext, p: Principal, id: string, logsState: string): Promise<void> {
-  const c = await loadCluster(ctx, p, id);
-  const now = ctx.now().toISOString();
-  await ctx.repos.clusters.update(id, { doc: { ...c.doc, logs_info: logsState, ...(logsState === 'requested' ? { controller_logs_started_at: now } : {}), ...(logsState === 'completed' ? { controller_logs_collected_at: now } : {}) } });
 }
 
 export async function updateFinalizingProgress(ctx: ServiceContext, p: Principal, id: string, stage: string): Promise<void> {

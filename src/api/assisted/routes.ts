@@ -4,6 +4,7 @@
  * the status code AS uses (PATCH 201, actions 202, deletes 204, …).
  */
 import { Router, type Request, type Response } from 'express';
+import { pipeline } from 'node:stream/promises';
 import Busboy from 'busboy';
 import type { Principal } from '../../auth/principal';
 import { badRequest, conflict } from '../../errors';
@@ -15,6 +16,7 @@ import * as agent from '../../services/agent-service';
 import * as files from '../../services/cluster-files-service';
 import * as events from '../../services/events-service';
 import { getInstallReport } from '../../services/install-report-service';
+import * as logs from '../../services/logs-service';
 import type { Severity } from '../../domain/event-catalogue';
 import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
@@ -139,17 +141,20 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   r.get('/v2/clusters/:cluster_id/logs', async (req, res) => {
     const logsType = q(req, 'logs_type') ?? 'all';
     if (!['host', 'controller', 'all'].includes(logsType)) throw badRequest('logs_type: must be host, controller or all', { field: 'logs_type' });
-    const f = await files.downloadLogs(ctx, principal(res), param(req, 'cluster_id'), logsType, q(req, 'host_id'));
-    sendFile(res, f.fileName, f.body, 'application/gzip');
+    const f = await logs.downloadLogs(ctx, principal(res), param(req, 'cluster_id'), logsType, q(req, 'host_id'));
+    res.status(200).setHeader('Content-Type', 'application/gzip').setHeader('Content-Disposition', `attachment; filename="${f.fileName}"`);
+    // Headers are out: a failure from here on can only cut the download short.
+    await pipeline(f.stream, res).catch(() => res.destroy());
   });
   r.post('/v2/clusters/:cluster_id/logs', async (req, res) => {
     const logsType = q(req, 'logs_type');
     if (logsType !== 'host' && logsType !== 'controller') throw badRequest('logs_type: must be host or controller', { field: 'logs_type' });
     if (!String(req.headers['content-type'] ?? '').startsWith('multipart/form-data')) throw badRequest('logs must be uploaded as multipart/form-data with an "upfile" part');
     const query = { logs_type: logsType, host_id: q(req, 'host_id'), infra_env_id: q(req, 'infra_env_id') };
-    // Stream the upload straight into object storage: log bundles can be large.
+    // Who may upload is checked before a byte is read; then the upload streams straight into object storage.
+    await logs.checkUpload(ctx, principal(res), param(req, 'cluster_id'), query);
     await new Promise<void>((resolve, reject) => {
-      const bb = Busboy({ headers: req.headers, limits: { files: 1, fileSize: 1024 * 1024 * 1024 } });
+      const bb = Busboy({ headers: req.headers, limits: { files: 1, fileSize: logs.logsSettings(ctx).uploadMaxBytes + 1 } });
       let seen = false;
       bb.on('file', (field, stream) => {
         if (field !== 'upfile') {
@@ -157,7 +162,7 @@ export function assistedRoutes(ctx: ServiceContext): Router {
           return;
         }
         seen = true;
-        files.uploadLogs(ctx, principal(res), param(req, 'cluster_id'), query, stream, rid(req)).then(resolve, (err) => {
+        logs.uploadLogs(ctx, principal(res), param(req, 'cluster_id'), query, stream, rid(req)).then(resolve, (err) => {
           stream.resume();
           reject(err);
         });
@@ -176,7 +181,7 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     res.json(report);
   });
   r.put('/v2/clusters/:cluster_id/logs-progress', async (req, res) => {
-    await files.updateClusterLogsProgress(ctx, principal(res), param(req, 'cluster_id'), req.body.logs_state);
+    await logs.updateClusterLogsProgress(ctx, principal(res), param(req, 'cluster_id'), req.body.logs_state);
     res.status(204).end();
   });
   r.put('/v2/clusters/:cluster_id/progress', async (req, res) => {
@@ -262,7 +267,7 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     res.status(200).end();
   });
   r.put('/v2/infra-envs/:infra_env_id/hosts/:host_id/logs-progress', async (req, res) => {
-    await agent.updateHostLogsProgress(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), req.body.logs_state);
+    await logs.updateHostLogsProgress(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), req.body.logs_state);
     res.status(204).end();
   });
   r.get('/v2/infra-env/:infra_env_id/hosts/:host_id/downloads/ignition', async (req, res) => {
