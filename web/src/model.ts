@@ -114,3 +114,17 @@ export function defaultStep(c: Cluster, hasInfraEnv: boolean): 'image' | 'hosts'
   if (!hasInfraEnv || !(c.hosts?.length ?? 0)) return 'image';
   return 'hosts';
 }
+
+/**
+ * The cluster's bar. The service's total_percentage is authoritative when it
+ * moves, but it may lag behind the hosts during the install (or, seen once, stay
+ * at 0 past the end), so the bar never shows less than the hosts' mean.
+ */
+export function clusterPercent(c: Cluster): number {
+  if (c.status === 'installed') return 100;
+  const reported = c.progress?.total_percentage ?? 0;
+  if (!INSTALLING.includes(c.status)) return reported;
+  const hosts = c.hosts ?? [];
+  const mean = hosts.length ? hosts.reduce((a, h) => a + (h.progress?.installation_percentage ?? 0), 0) / hosts.length : 0;
+  return Math.max(reported, Math.round(mean));
+}

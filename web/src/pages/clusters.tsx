@@ -2,6 +2,7 @@ import { api } from '../api';
 import { useApi } from '../hooks';
 import { Empty, ErrorMessage, Link, Loading, PageTitle, ProgressBar, StatusBadge } from '../components/ui';
 import { clusterPath } from '../router';
+import { clusterPercent } from '../model';
 
 export function ClustersPage() {
   const clusters = useApi(() => api.listClusters(), [], 5000);
@@ -53,7 +54,7 @@ export function ClustersPage() {
                     <StatusBadge status={c.status} />
                   </td>
                   <td className="cell-progress">
-                    <ProgressBar value={c.progress?.total_percentage ?? 0} label={`${c.name} install progress`} tone={c.status === 'installed' ? 'good' : c.status === 'error' ? 'bad' : 'busy'} />
+                    <ProgressBar value={clusterPercent(c)} label={`${c.name} install progress`} tone={c.status === 'installed' ? 'good' : c.status === 'error' ? 'bad' : 'busy'} />
                   </td>
                   <td>{c.total_host_count ?? c.hosts?.length ?? 0}</td>
                   <td className="muted small">{c.created_at ? new Date(c.created_at).toLocaleString() : '—'}</td>

@@ -3,7 +3,7 @@ import { api, type EventRecord } from '../api';
 import { useAction } from '../hooks';
 import { streamClusterEvents } from '../events';
 import { ErrorMessage, Link, PageTitle, ProgressBar, StatusBadge } from '../components/ui';
-import { hostFacts, INSTALLING } from '../model';
+import { clusterPercent, hostFacts, INSTALLING } from '../model';
 import { clusterPath, navigate } from '../router';
 import type { StepProps } from './cluster';
 
@@ -27,8 +27,10 @@ export function ProgressStep({ cluster, infraEnv, reload }: StepProps) {
   const action = useAction();
   const hosts = [...(cluster.hosts ?? [])].sort((a, b) => Number(b.bootstrap) - Number(a.bootstrap) || hostFacts(a).hostname.localeCompare(hostFacts(b).hostname));
   const running = INSTALLING.includes(cluster.status);
-  const total = cluster.progress?.total_percentage ?? 0;
-  const warnings = events.filter((e) => e.severity !== 'info').slice(0, 20);
+  const total = clusterPercent(cluster);
+  // Validation warnings from before the install are history here; this list is about the install.
+  const since = cluster.install_started_at ?? '';
+  const warnings = events.filter((e) => e.severity !== 'info' && e.event_time >= since).slice(0, 20);
   const timedOut = hosts.filter((h) => h.progress?.stage_timed_out);
 
   const act = async (name: string, fn: () => Promise<unknown>) => {
