@@ -29,3 +29,5 @@ echo "setup: compiling TypeScript" >&2
 npx --no-install tsc -p tsconfig.build.json
 # The host agent as one file that runs with plain node on a discovery image.
 npx --no-install esbuild agent/main.ts --bundle --platform=node --target=node20 --log-level=warning --outfile=dist/agent/landfall-agent.js
+# The web UI (web/, React) into dist/web, which the API serves at `/`.
+npx --no-install vite build web --logLevel warn

@@ -8,6 +8,7 @@ start=$(date +%s)
 
 echo "test: type check" >&2
 npx --no-install tsc -p tsconfig.json --noEmit
+npx --no-install tsc -p web/tsconfig.json --noEmit
 
 echo "test: lint" >&2
 npx --no-install eslint --max-warnings 0 .

@@ -11,6 +11,7 @@ import type { ServiceContext } from '../services/context';
 import { healthRoutes } from './health-routes';
 import { selfCheckRoutes } from './self-check-routes';
 import { imageRoutes } from './image-routes';
+import { webUiRoutes } from './web-ui';
 import { errorHandler, notFoundHandler } from './errors';
 import { assistedRoutes } from './assisted/routes';
 import { authenticate } from './assisted/auth';
@@ -87,6 +88,8 @@ export function createApp(deps: ApiDeps): Express {
   app.use('/api/landfall/v1', selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
   // Presigned image downloads (not part of the OpenAPI document): before its validator.
   app.use(imageRoutes({ services: deps.services, baseIsoPath: deps.baseIsoPath }));
+  // The web UI (dist/web) at `/`; it passes API, image, probe and metrics paths on.
+  app.use(webUiRoutes());
 
   const spec = loadOpenApiDocument();
   app.get(`${BASE_PATH}/v2/openapi.json`, (_req, res) => {

@@ -141,6 +141,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
       [
         '',
         'Landfall is running',
+        `  Web UI        ${apiUrl}/`,
         `  API           ${apiUrl}   (liveness ${apiUrl}/healthz, readiness ${apiUrl}/readyz)`,
         `  Temporal UI   ${temporal.uiUrl}`,
         `  Temporal      ${temporal.address} (namespace ${cfg.temporal.namespace})`,

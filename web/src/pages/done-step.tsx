@@ -124,7 +124,7 @@ function Report({ report }: { report: InstallReport }) {
             {report.hosts.map((h) => (
               <tr key={h.host_id}>
                 <td className="strong">{h.hostname}</td>
-                <td>{h.bootstrap ? 'bootstrap' : h.role}</td>
+                <td>{h.bootstrap ? 'bootstrap' : h.role === 'master' ? 'control plane' : h.role}</td>
                 <td>{h.status}</td>
                 <td className="small">
                   {h.stages.map((s, i) => (
