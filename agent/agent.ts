@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { AgentConfig } from './config';
 import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
 import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
-import { runStep } from './steps';
+import { InstallStopped, runStep } from './steps';
 import type { Executor, Steps } from './types';
 
 export interface AgentLog {
@@ -186,7 +186,9 @@ export class HostAgent {
     const ctx = {
       executor: this.executor,
       reportProgress: async (stage: string, info?: string) => {
-        await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, { current_stage: stage, progress_info: info ?? '' }, signal);
+        const r = await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, { current_stage: stage, progress_info: info ?? '' }, signal);
+        // The service no longer follows this host's install (cancelled, reset): stop, so the next poll brings what it wants instead.
+        if (r.status === 409 && /is not installing/.test(r.text)) throw new InstallStopped();
       },
       clusterStatus: async (clusterId: string) => {
         const r = await this.client.request('GET', `/clusters/${clusterId}?exclude-hosts=true`, undefined, signal);

@@ -28,6 +28,8 @@ export interface HostProfile {
   dns?: Record<string, string[]>;
   link?: { isolated?: boolean; loss_percent?: number; rtt_ms?: number };
   install?: { stage_seconds?: number; fail_at_stage?: string; fail_once?: boolean; reboot_into_discovery?: boolean };
+  /** never_upload: the host gathers nothing and uploads nothing (a host whose logs never arrive). */
+  logs?: { never_upload?: boolean };
 }
 
 export function parseProfile(yamlText: string): HostProfile {
@@ -271,6 +273,10 @@ export class SimulatedExecutor implements Executor {
    * lines, what this simulated host did, and its profile. Never a fake journal.
    */
   async logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, _signal?: AbortSignal, context?: LogsContext): Promise<void> {
+    if (this.profile.logs?.never_upload) {
+      this.note('logs-gather: this profile never uploads logs (logs.never_upload)');
+      return;
+    }
     const now = new Date();
     const text = (lines: string[]) => Buffer.from(lines.length ? `${lines.join('\n')}\n` : '(nothing recorded)\n');
     const host = { simulated: true, host_id: this.identity.id, hostname: this.identity.hostname, ip: this.identity.ip, mac: this.identity.mac, profile: this.profile.name, reason: args.reason ?? 'logs-gather', gathered_at: now.toISOString() };

@@ -9,7 +9,7 @@ export async function readTarGz(data: Buffer): Promise<Map<string, Buffer>> {
   const done = new Promise<void>((resolve, reject) => {
     ex.on('entry', (header, stream, next) => {
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('data', (c: unknown) => chunks.push(c as Buffer));
       stream.on('end', () => {
         out.set(header.name, Buffer.concat(chunks));
         next();
