@@ -30,10 +30,13 @@ export function installCommand(): Command {
       process.stdout.write(`cluster ${c.name} is already installed\n`);
       return;
     }
+    let skip: number | undefined;
     if (UNDER_WAY.includes(c.status)) {
       if (!o.wait) throw new CliError('usage', `cluster ${c.name} is already ${c.status}; follow it with: landfall install --cluster ${c.name} --wait`);
       progressOut.write(`cluster ${c.name} is already ${c.status}; following it\n`);
     } else {
+      // Events of this attempt only: the live stream starts from the cluster's first event, so the ones already there are counted and skipped.
+      skip = Number((await api.json('GET', '/events', { query: { cluster_id: c.id, limit: 1 } })).headers.get('event-count') ?? 0);
       c = (await api.json('POST', `/clusters/${c.id}/actions/install`)).body;
     }
     if (!o.wait) {
@@ -42,7 +45,7 @@ export function installCommand(): Command {
       process.stdout.write(`follow it with: landfall install --cluster ${c.name} --wait\n`);
       return;
     }
-    const final = await follow(api, c, progressOut);
+    const final = await follow(api, c, progressOut, skip);
     if (o.output === 'json') printJson(final);
     const took = final.install_started_at ? ` in ${duration((Date.parse(final.install_completed_at ?? new Date().toISOString()) - Date.parse(final.install_started_at)) / 1000)}` : '';
     if (final.status === 'installed') {
@@ -53,7 +56,8 @@ export function installCommand(): Command {
   });
 }
 
-async function follow(api: ApiClient, start: Json, out: NodeJS.WriteStream): Promise<Json> {
+/** `skip`: events of the cluster before this attempt (a new install); attaching to a running one shows the events since it started. */
+async function follow(api: ApiClient, start: Json, out: NodeJS.WriteStream, skip: number | undefined): Promise<Json> {
   const view = createInstallView(out, start.install_started_at ? Date.parse(start.install_started_at) : Date.now());
   const abort = new AbortController();
   let interrupted = false;
@@ -63,10 +67,11 @@ async function follow(api: ApiClient, start: Json, out: NodeJS.WriteStream): Pro
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  // Events of this attempt only: the stream starts from the cluster's first event, so older ones are skipped by time (the service's clock).
-  const since = start.install_started_at ? Date.parse(start.install_started_at) - 1000 : 0;
+  // Attaching: the service's clock says which events belong to this attempt (a little slack: the database stamps events at transaction start).
+  const since = skip === undefined && start.install_started_at ? Date.parse(start.install_started_at) - 250 : 0;
+  let seen = 0;
   const events = (async () => {
-    for await (const { event } of followEvents(api, start.id, abort.signal)) if (Date.parse(event.event_time) >= since) view.event(event);
+    for await (const { event } of followEvents(api, start.id, abort.signal)) if (++seen > (skip ?? 0) && Date.parse(event.event_time) >= since) view.event(event);
   })();
   let eventsError: unknown;
   events.catch((err: unknown) => {
