@@ -48,7 +48,7 @@ describe('web UI, full flow (AUTH_TYPE=none)', () => {
   let fleet: Promise<unknown> | undefined;
 
   beforeAll(async () => {
-    h = await startInstallHarness();
+    h = await startInstallHarness({ INSTALL_STAGE_SOFT_TIMEOUT_MS: '1500', INSTALL_STAGE_HARD_TIMEOUT_MS: '600000' });
     page = await newPage();
   });
   afterAll(async () => {
@@ -152,6 +152,9 @@ describe('web UI, full flow (AUTH_TYPE=none)', () => {
     await page.waitForURL(/\/progress$/);
     await page.locator('.event').first().waitFor();
     await page.locator('.badge', { hasText: 'installing-in-progress' }).first().waitFor({ timeout: 60000 });
+    // The slow worker crosses the soft stage timeout: a warning, and the install goes on.
+    const warnings = page.getByRole('region', { name: 'Warnings' });
+    await warnings.getByText(/worker-1: installation stage .+ \(soft timeout\); still waiting/).first().waitFor({ timeout: 30000 });
     await shot(page, '08-progress');
     await page.getByText('The cluster is installed.').waitFor({ timeout: 120000 });
     expect(await page.getByRole('progressbar', { name: 'Cluster install progress' }).getAttribute('aria-valuenow')).toBe('100');
