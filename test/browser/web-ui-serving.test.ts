@@ -47,7 +47,7 @@ describe('web UI serving', () => {
       expect((await fetch(`${url}/assets/gone-123.js`)).status).toBe(404);
       for (const reserved of ['/api/assisted-install/v2/clusters', '/api', '/images/x/full.iso', '/healthz', '/readyz', '/metrics']) {
         const res = await fetch(`${url}${reserved}`);
-        expect([reserved, res.status, (await res.json()).reason]).toEqual([reserved, 404, `no route for GET ${reserved}`]);
+        expect([reserved, res.status, ((await res.json()) as { reason: string }).reason]).toEqual([reserved, 404, `no route for GET ${reserved}`]);
       }
       expect((await fetch(`${url}/clusters`, { method: 'POST' })).status).toBe(404);
     } finally {
