@@ -9,7 +9,7 @@
  * per 1,000 hosts at the service's real 60 s poll (scaled linearly from the
  * faster poll the run uses to get enough samples).
  */
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { benchDatabase, numberFlag, rssMb, watchdog } from './support';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +21,6 @@ function cpuSeconds(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) / TICK;
 }
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main(): Promise<void> {
   const hosts = arg('hosts', 2000);

@@ -8,14 +8,35 @@
  *
  * The base ISO is a synthetic CoreOS-style live ISO built with xorriso (nothing is downloaded).
  */
-import { spawn } from 'node:child_process';
-import { createReadStream, readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { buildSyntheticLiveIso } from '../test/support/live-iso';
 import { freePort, repoRoot, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { benchDatabase, numberFlag, rssMb, watchdog } from './support';
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+/**
+ * A download by curl, the client a person or a provisioning script would use
+ * (Node's fetch spends more CPU per byte than the server does, and on two
+ * cores it would be measuring itself).
+ */
+async function curl(url: string, parallel = 1): Promise<Array<{ bytes: number; ttfbMs: number; ms: number }>> {
+  // One curl process runs all the parallel transfers (--parallel-immediate opens every connection at once),
+  // so the measurement is not of twenty process start-ups.
+  const args = ['-sS', '-w', '%{http_code} %{size_download} %{time_starttransfer} %{time_total}\\n'];
+  if (parallel > 1) args.push('--parallel', '--parallel-immediate', '--parallel-max', String(parallel));
+  for (let i = 0; i < parallel; i++) args.push('-o', '/dev/null', url);
+  const { stdout } = await promisify(execFile)('curl', args, { maxBuffer: 1 << 20 });
+  return stdout
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [code, size, ttfb, total] = line.split(' ');
+      if (code !== '200') throw new Error(`download answered ${code}`);
+      return { bytes: Number(size), ttfbMs: Number(ttfb) * 1000, ms: Number(total) * 1000 };
+    });
+}
 
 async function drain(url: string): Promise<{ bytes: number; ttfbMs: number; ms: number }> {
   const t0 = performance.now();
@@ -55,22 +76,30 @@ async function main(): Promise<void> {
     };
     await readDisk();
     const diskMs = await readDisk();
-    await drain(url);
-    const one = await drain(url);
+    await curl(url);
+    const [one] = (await curl(url)) as [{ bytes: number; ttfbMs: number; ms: number }];
+    const oneFetch = await drain(url);
     if (one.bytes !== iso.size) throw new Error(`downloaded ${one.bytes} bytes, the image has ${iso.size}`);
 
     const idle = rssMb(api.pid!);
     let peak = idle;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(api.pid!))), 50);
-    const many = await Promise.all(Array.from({ length: parallel }, () => drain(url)));
+    const running = curl(url, parallel);
+    // A download that starts while the others are in full flow (a BMC arriving late).
+    await new Promise((r) => setTimeout(r, 300));
+    const late: number[] = [];
+    for (let i = 0; i < 5; i++) late.push((await curl(url.replace('full.iso', 'full.iso'), 1))[0]!.ttfbMs);
+    const many = await running;
     clearInterval(sampler);
     const ttfbs = many.map((m) => m.ttfbMs).sort((a, b) => a - b);
     const diskMBs = sizeMb / (diskMs / 1000);
     const netMBs = sizeMb / (one.ms / 1000);
     console.log(`\ndiscovery ISO benchmark: ${sizeMb} MiB synthetic live ISO, one API process, loopback`);
     console.log(`read from disk          ${diskMBs.toFixed(0)} MiB/s`);
-    console.log(`download (one)          ${netMBs.toFixed(0)} MiB/s   ratio ${(netMBs / diskMBs).toFixed(2)}   target ≥ 0.9: ${netMBs / diskMBs >= 0.9 ? 'met' : 'MISSED'}`);
+    console.log(`download (one, curl)    ${netMBs.toFixed(0)} MiB/s   ratio ${(netMBs / diskMBs).toFixed(2)}   target ≥ 0.9: ${netMBs / diskMBs >= 0.9 ? 'met' : 'MISSED'}`);
+    console.log(`download (one, fetch)   ${(sizeMb / (oneFetch.ms / 1000)).toFixed(0)} MiB/s   (Node's fetch as the client, for comparison)`);
     console.log(`time to first byte      one ${one.ttfbMs.toFixed(1)} ms; ${parallel} parallel p50 ${ttfbs[Math.floor(parallel / 2)]!.toFixed(1)} ms, max ${ttfbs.at(-1)!.toFixed(1)} ms   target < 50 ms`);
+    console.log(`time to first byte      of a download started while ${parallel} others run: median of 5 ${late.sort((a, b) => a - b)[2]!.toFixed(1)} ms`);
     console.log(`RSS added by ${parallel} parallel downloads   ${(peak - idle).toFixed(1)} MB (idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB)   target < 64 MB: ${peak - idle < 64 ? 'met' : 'MISSED'}`);
   } finally {
     await stopProcess(api, 5000);

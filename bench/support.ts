@@ -1,5 +1,5 @@
 /** What the lifecycle, fleet and install benchmarks share: flags, a watchdog, a migrated embedded PostgreSQL. */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../src/dev/embedded-postgres';
@@ -32,4 +32,9 @@ export async function benchDatabase(name: string): Promise<{ dir: string; pg: Em
     await db.destroy();
   }
   return { dir, pg };
+}
+
+/** Resident memory of a process, in MB, from /proc. */
+export function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 }

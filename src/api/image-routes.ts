@@ -12,14 +12,15 @@
  * one image URL are made once and kept (in this process) while that URL's
  * token lives; chunked downloads of one URL get one consistent image.
  */
-import { Router, type Request, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Principal } from '../auth/principal';
 import { AppError, notFound } from '../errors';
 import type { ServiceContext } from '../services/context';
 import { discoveryIgnitionFor } from '../services/infra-envs-service';
 import { EmbedAreaError, ignitionAreaBytes, kargsPatches, minimalIsoKargs, readIsoLayout, type IsoLayout, type Patch } from '../iso/embed-area';
-import { patchedEtag, sendExtent, sendPatchedFile } from '../iso/stream';
+import { downloadStarting, patchedEtag, sendExtent, sendPatchedFile } from '../iso/stream';
 import { IsoImage } from '../iso/iso9660';
 import { applyKernelArguments, type KernelArgument } from '../domain/kernel-arguments';
 import type { InfraEnvRow } from '../db/rows';
@@ -121,24 +122,27 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     'initrd.img': { path: 'IMAGES/PXEBOOT/INITRD.IMG', type: 'application/octet-stream' },
   };
   router.get('/images/boot-artifacts/:release/:arch/:file', async (req: Request, res: Response, next) => {
+    const started = downloadStarting();
+    try {
+      await sendArtifact(req, res, next, started);
+    } finally {
+      started();
+    }
+  });
+  const sendArtifact = async (req: Request, res: Response, next: NextFunction, started: () => void) => {
     const artifact = ARTIFACTS[String(req.params.file)];
     const release = String(req.params.release);
     const arch = String(req.params.arch);
     if (!artifact || !ctx.releases[release]?.cpu_architectures.includes(arch)) return notFoundHandler(req, res, next);
     const image = await ctx.baseImages.imageFor(release, arch);
-    const fh = await openBaseImage(image.path);
-    try {
-      const st = await fh.stat();
-      const entry = await (await IsoImage.open(fh)).find(artifact.path);
-      if (!entry || entry.directory) {
-        res.status(404).json(errorBody(404, `the base image of ${release} (${arch}) has no ${artifact.path}`));
-        return;
-      }
-      await sendExtent(req, res, { fh, offset: entry.offset, length: entry.length, etag: `"${st.ino}-${st.mtimeMs}-${entry.offset}"`, contentType: artifact.type, filename: String(req.params.file) });
-    } finally {
-      await fh.close();
+    const { fh, st } = await baseImageFile(image.path);
+    const entry = await (await IsoImage.open(fh)).find(artifact.path);
+    if (!entry || entry.directory) {
+      res.status(404).json(errorBody(404, `the base image of ${release} (${arch}) has no ${artifact.path}`));
+      return;
     }
-  });
+    await sendExtent(req, res, { fh, offset: entry.offset, length: entry.length, etag: `"${st.ino}-${st.mtimeMs}-${entry.offset}"`, contentType: artifact.type, filename: String(req.params.file), started });
+  };
 
   // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
   router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
@@ -148,39 +152,66 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   });
 
   router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
+    const started = downloadStarting();
+    try {
+      await sendIso(req, res, next, started);
+    } finally {
+      started();
+    }
+  });
+  const sendIso = async (req: Request, res: Response, next: NextFunction, started: () => void) => {
     const infraEnvId = String(req.params.infraEnvId);
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
     const token = await checkToken(req, infraEnvId);
-    const fh = await openBaseImage((await baseImageOf(token.ie)).path);
-    try {
-      const st = await fh.stat();
-      const layoutKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
-      const layout = await layoutOf(fh, st).catch((err: unknown) => {
-        throw err instanceof EmbedAreaError ? new AppError('dependency_unavailable', `the base image is not a usable CoreOS live ISO: ${err.message}`) : err;
-      });
-      // An infra-env whose Ignition (or kernel arguments) does not fit the image's areas.
-      const patches = await patchesFor(token.ie, type, layoutKey, layout, token).catch((err: unknown) => {
-        throw err instanceof EmbedAreaError ? new AppError('unprocessable', err.message) : err;
-      });
-      await sendPatchedFile(req, res, {
-        fh,
-        size: st.size,
-        patches,
-        etag: patchedEtag(st, patches),
-        contentType: 'application/octet-stream',
-        filename: `discovery-${infraEnvId}-${type}.iso`,
-      });
-    } finally {
-      await fh.close();
-    }
-  });
+    const { fh, st } = await baseImageFile((await baseImageOf(token.ie)).path);
+    const layoutKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    const layout = await layoutOf(fh, st).catch((err: unknown) => {
+      throw err instanceof EmbedAreaError ? new AppError('dependency_unavailable', `the base image is not a usable CoreOS live ISO: ${err.message}`) : err;
+    });
+    // An infra-env whose Ignition (or kernel arguments) does not fit the image's areas.
+    const patches = await patchesFor(token.ie, type, layoutKey, layout, token).catch((err: unknown) => {
+      throw err instanceof EmbedAreaError ? new AppError('unprocessable', err.message) : err;
+    });
+    await sendPatchedFile(req, res, {
+      fh,
+      size: st.size,
+      patches,
+      etag: patchedEtag(st, patches),
+      contentType: 'application/octet-stream',
+      filename: `discovery-${infraEnvId}-${type}.iso`,
+      started,
+    });
+  };
   return router;
 }
 
-async function openBaseImage(file: string): Promise<FileHandle> {
+/**
+ * One open handle per base image, shared by every download: opening and
+ * stat-ing per request would go through libuv's thread pool, where parallel
+ * downloads' reads already wait, and delay the first byte. statSync on a
+ * cached inode is microseconds. When the file is replaced, new downloads get a
+ * new handle; the old one stays open for the downloads still reading it (a
+ * base image changes rarely; the process's exit closes it).
+ */
+const handles = new Map<string, { key: string; fh: Promise<FileHandle> }>();
+
+async function baseImageFile(file: string): Promise<{ fh: FileHandle; st: Stats }> {
+  let st: Stats;
   try {
-    return await open(file, 'r');
+    st = statSync(file);
+  } catch (err) {
+    throw new AppError('dependency_unavailable', `the base image cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  let hit = handles.get(file);
+  if (hit?.key !== key) {
+    hit = { key, fh: open(file, 'r') };
+    handles.set(file, hit);
+    hit.fh.catch(() => handles.delete(file));
+  }
+  try {
+    return { fh: await hit.fh, st };
   } catch (err) {
     throw new AppError('dependency_unavailable', `the base image cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }

@@ -1,19 +1,26 @@
 /**
  * Serves a file with some byte ranges replaced (the embed areas of a live ISO),
  * without copying it: the bytes outside the patches are read from the file as
- * they are sent (positional reads on one open handle, pulled by the socket's
- * backpressure, 256 KiB at a time), the patches come from memory. HEAD and one
- * HTTP Range per request are supported; a multi-range request gets the whole
- * file (RFC 9110 lets a server ignore Range).
+ * they are sent, the patches come from memory. HEAD and one HTTP Range per
+ * request are supported; a multi-range request gets the whole file (RFC 9110
+ * lets a server ignore Range).
+ *
+ * Each download owns two read buffers and alternates between them: one is
+ * being written to the socket while the next part of the file is read into
+ * the other, and a buffer is reused only once the socket has taken its bytes.
+ * Memory is constant per download, there is no garbage per chunk, and each
+ * download has at most one read waiting in libuv's thread pool, so twenty
+ * parallel downloads do not queue a new request's file operations behind
+ * hundreds of reads.
  */
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Patch } from './embed-area';
 
-const READ_CHUNK = 256 * 1024;
+/** The first read is small so the first bytes leave at once; the rest are large, for throughput. */
+const FIRST_CHUNK = 64 * 1024;
+const READ_CHUNK = 1024 * 1024;
 
 export type RangeAnswer = { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
 
@@ -48,36 +55,118 @@ export function checkPatches(patches: Patch[], size: number): Patch[] {
 }
 
 /**
- * The bytes start..end (inclusive) of the file with the patches applied, in
- * order. Memory: one read chunk at a time plus the patches themselves.
+ * Downloads being started. While any is, the running downloads pause between
+ * chunks (each pause at most MAX_PAUSE_MS), so the few event-loop turns a new
+ * download needs before its first byte (token check, database, first read) do
+ * not each wait behind every running download's bulk transfer. Throughput
+ * barely moves; time to first byte under twenty parallel downloads does.
  */
-export async function* patchedBytes(fh: FileHandle, patches: Patch[], start: number, end: number): AsyncGenerator<Buffer> {
-  let pos = start;
-  // Positional reads on the caller's handle, one chunk per pull. (fs read streams close the
-  // descriptor when destroyed, autoClose or not, and one handle serves every part here.)
-  const fromFile = async function* (from: number, to: number) {
-    for (let at = from; at <= to; ) {
-      const n = Math.min(READ_CHUNK, to - at + 1);
-      const buf = Buffer.allocUnsafe(n);
-      const { bytesRead } = await fh.read(buf, 0, n, at);
-      if (bytesRead === 0) throw new Error(`the base image ended at ${at} while being served (it changed under us)`);
-      yield bytesRead === n ? buf : buf.subarray(0, bytesRead);
-      at += bytesRead;
+const MAX_PAUSE_MS = 20;
+let starting = 0;
+let waiters: Array<() => void> = [];
+
+/** Marks a download as starting; call the result once its first byte is on its way (it is idempotent). */
+export function downloadStarting(): () => void {
+  starting++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    if (--starting === 0) {
+      const w = waiters;
+      waiters = [];
+      for (const wake of w) wake();
     }
   };
+}
+
+function yieldToStarts(): Promise<void> | undefined {
+  if (starting === 0) return undefined;
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, MAX_PAUSE_MS);
+    waiters.push(() => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/** One part of the response: bytes of the file (at a file offset) or of a patch. */
+type Piece = { file: number; length: number } | { data: Buffer };
+
+/** The pieces that make bytes start..end (inclusive) of the file with the patches applied, in order. */
+export function piecesOf(patches: Patch[], start: number, end: number): Piece[] {
+  const out: Piece[] = [];
+  let pos = start;
   for (const p of patches) {
     const pEnd = p.offset + p.data.length - 1;
     if (pEnd < pos) continue;
     if (p.offset > end) break;
     if (p.offset > pos) {
-      yield* fromFile(pos, p.offset - 1);
+      out.push({ file: pos, length: p.offset - pos });
       pos = p.offset;
     }
     const sliceEnd = Math.min(pEnd, end);
-    yield p.data.subarray(pos - p.offset, sliceEnd - p.offset + 1);
+    out.push({ data: p.data.subarray(pos - p.offset, sliceEnd - p.offset + 1) });
     pos = sliceEnd + 1;
   }
-  if (pos <= end) yield* fromFile(pos, end);
+  if (pos <= end) out.push({ file: pos, length: end - pos + 1 });
+  return out;
+}
+
+class ClientGone extends Error {}
+
+/** Writes the pieces to the response with two alternating read buffers (see the top of this file). */
+async function writePieces(fh: FileHandle, pieces: Piece[], res: ServerResponse, started: () => void): Promise<void> {
+  const buffers = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
+  const flushed: Array<Promise<void>> = [Promise.resolve(), Promise.resolve()];
+  let turn = 0;
+  let first = true;
+  let gone: Error | undefined;
+  const onClose = () => (gone ??= new ClientGone());
+  res.once('close', onClose);
+  const write = (chunk: Buffer): Promise<void> =>
+    new Promise<void>((resolve) => {
+      // The callback runs once the socket has the bytes (or failed); either way the buffer is free again.
+      const ok = res.write(chunk, (err) => {
+        if (err) gone ??= err;
+        resolve();
+      });
+      void ok;
+    });
+  try {
+    for (const piece of pieces) {
+      if ('data' in piece) {
+        if (gone) throw gone;
+        await Promise.all(flushed);
+        const sent = write(piece.data);
+        started();
+        await sent;
+        continue;
+      }
+      for (let at = piece.file, left = piece.length; left > 0; ) {
+        if (gone) throw gone;
+        const buf = buffers[turn]!;
+        await flushed[turn];
+        if (!first) await yieldToStarts();
+        const n = Math.min(first ? FIRST_CHUNK : READ_CHUNK, left);
+        const { bytesRead } = await fh.read(buf, 0, n, at);
+        if (bytesRead === 0) throw new Error(`the base image ended at ${at} while being served (it changed under us)`);
+        // Bytes of one buffer leave in order before the other's: node's socket keeps write order.
+        flushed[turn] = write(buf.subarray(0, bytesRead));
+        if (first) started();
+        first = false;
+        turn ^= 1;
+        at += bytesRead;
+        left -= bytesRead;
+      }
+    }
+    await Promise.all(flushed);
+    if (gone) throw gone;
+    await new Promise<void>((resolve) => res.end(resolve));
+  } finally {
+    res.off('close', onClose);
+  }
 }
 
 /** A strong validator of the patched content: the file's identity plus a digest of the patches. */
@@ -89,20 +178,35 @@ export function patchedEtag(file: { size: number; mtimeMs: number; ino: number }
 
 export interface SendPatchedOptions {
   fh: FileHandle;
+  /** Where the representation starts in the file (an extent inside an image), 0 for the whole file. */
+  offset?: number;
   size: number;
   patches: Patch[];
   etag: string;
   contentType: string;
   filename: string;
+  /** From downloadStarting(): called once the first byte is on its way, or the answer is complete. */
+  started?: () => void;
 }
 
 /**
- * Answers GET or HEAD with the patched file: 200 whole, 206 for one satisfiable
- * range (Content-Range), 416 with `Content-Range: bytes * /size` otherwise.
- * Resolves when the response is finished or the client went away.
+ * Answers GET or HEAD with the patched file (or an extent of it): 200 whole,
+ * 206 for one satisfiable range (Content-Range), 416 with
+ * `Content-Range: bytes * /size` otherwise. Resolves when the response is
+ * finished or the client went away.
  */
 export async function sendPatchedFile(req: IncomingMessage, res: ServerResponse, o: SendPatchedOptions): Promise<void> {
-  const patches = checkPatches(o.patches, o.size);
+  const started = o.started ?? (() => undefined);
+  try {
+    await answer(req, res, o, started);
+  } finally {
+    started();
+  }
+}
+
+async function answer(req: IncomingMessage, res: ServerResponse, o: SendPatchedOptions, started: () => void): Promise<void> {
+  const base = o.offset ?? 0;
+  const patches = checkPatches(o.patches, base + o.size);
   res.setHeader('Accept-Ranges', 'bytes');
   res.setHeader('ETag', o.etag);
   res.setHeader('Cache-Control', 'private, no-store');
@@ -126,49 +230,21 @@ export async function sendPatchedFile(req: IncomingMessage, res: ServerResponse,
     return;
   }
   try {
-    await pipeline(Readable.from(patchedBytes(o.fh, patches, start, end), { objectMode: false }), res);
+    await writePieces(o.fh, piecesOf(patches, base + start, base + end), res, started);
   } catch (err) {
     // A client that hangs up mid-download is not an error of ours; anything else is,
     // but the status line is gone by now: cut the connection so the client sees a short body.
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
-      res.destroy(err as Error);
-      throw err;
-    }
+    if (err instanceof ClientGone || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as NodeJS.ErrnoException).code === 'EPIPE') return;
+    res.destroy(err as Error);
+    throw err;
   }
 }
 
 /**
- * Answers GET or HEAD with one file stored inside the image (an extent: offset
- * and length), with the same Range handling as the whole image. Used for the
- * live rootfs, kernel and initrd that PXE and the minimal ISO fetch.
+ * One file stored inside the image (an extent: offset and length), with the
+ * same Range handling as the whole image. Used for the live rootfs, kernel and
+ * initrd that PXE and the minimal ISO fetch.
  */
-export async function sendExtent(req: IncomingMessage, res: ServerResponse, o: { fh: FileHandle; offset: number; length: number; etag: string; contentType: string; filename: string }): Promise<void> {
-  res.setHeader('Accept-Ranges', 'bytes');
-  res.setHeader('ETag', o.etag);
-  res.setHeader('Content-Disposition', `attachment; filename="${o.filename}"`);
-  const range = parseRange(req.headers.range, o.length);
-  if (range.kind === 'unsatisfiable') {
-    res.statusCode = 416;
-    res.setHeader('Content-Range', `bytes */${o.length}`);
-    res.setHeader('Content-Length', '0');
-    res.end();
-    return;
-  }
-  const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, o.length - 1];
-  res.statusCode = range.kind === 'partial' ? 206 : 200;
-  res.setHeader('Content-Type', o.contentType);
-  res.setHeader('Content-Length', String(end - start + 1));
-  if (range.kind === 'partial') res.setHeader('Content-Range', `bytes ${start}-${end}/${o.length}`);
-  if (req.method === 'HEAD' || end < start) {
-    res.end();
-    return;
-  }
-  try {
-    await pipeline(Readable.from(patchedBytes(o.fh, [], o.offset + start, o.offset + end), { objectMode: false }), res);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
-      res.destroy(err as Error);
-      throw err;
-    }
-  }
+export function sendExtent(req: IncomingMessage, res: ServerResponse, o: { fh: FileHandle; offset: number; length: number; etag: string; contentType: string; filename: string; started?: () => void }): Promise<void> {
+  return sendPatchedFile(req, res, { fh: o.fh, offset: o.offset, size: o.length, patches: [], etag: o.etag, contentType: o.contentType, filename: o.filename, started: o.started });
 }
