@@ -27,6 +27,14 @@ const hostStage = (h: Json): string => {
   return stage ? `${stage}${h.progress?.progress_info ? ` (${h.progress.progress_info})` : ''}` : h.status;
 };
 
+/** The API's figure; while it still says 0 (it moves at finalizing), the mean of the hosts' percentages. */
+export function clusterPercentage(c: Json): number {
+  const api = Number(c.progress?.total_percentage ?? 0);
+  const hosts = (c.hosts ?? []) as Json[];
+  if (api > 0 || !hosts.length || c.status === 'preparing-for-installation') return api;
+  return Math.floor(hosts.reduce((s, h) => s + Number(h.progress?.installation_percentage ?? 0), 0) / hosts.length);
+}
+
 const sortHosts = (hosts: Json[]) => [...hosts].sort((a, b) => Number(Boolean(b.bootstrap)) - Number(Boolean(a.bootstrap)) || hostRole(a).localeCompare(hostRole(b)) || hostName(a).localeCompare(hostName(b)));
 
 class BarsView implements InstallView {
@@ -50,7 +58,7 @@ class BarsView implements InstallView {
     this.names = new Map(hosts.map((h) => [h.id, hostName(h)]));
     this.labelWidth = Math.max(this.labelWidth, ...hosts.map((h) => `${hostName(h)} ${hostRole(h)}`.length), `cluster ${c.name}`.length);
     const info = `${c.status}${c.status_info ? `: ${c.status_info}` : ''} (${duration((Date.now() - this.startedAt) / 1000)})`;
-    const pct = Number(c.progress?.total_percentage ?? 0);
+    const pct = clusterPercentage(c);
     if (!this.clusterBar) this.clusterBar = this.bars.create(100, pct, { label: `cluster ${c.name}`.padEnd(this.labelWidth), info });
     this.clusterBar.update(pct, { label: `cluster ${c.name}`.padEnd(this.labelWidth), info });
     for (const h of hosts) {
@@ -92,7 +100,7 @@ class LinesView implements InstallView {
 
   cluster(c: Json): void {
     this.names = new Map((c.hosts ?? []).map((h: Json) => [h.id, hostName(h)]));
-    const line = `cluster ${c.name}: ${c.status} ${c.progress?.total_percentage ?? 0}%${c.status_info ? ` (${c.status_info})` : ''}`;
+    const line = `cluster ${c.name}: ${c.status} ${clusterPercentage(c)}%${c.status_info ? ` (${c.status_info})` : ''}`;
     if (line !== this.lastCluster) this.out.write(line + '\n');
     this.lastCluster = line;
     for (const h of sortHosts(c.hosts ?? [])) {

@@ -19,7 +19,9 @@ export function hostNames(cluster: Json): Map<string, string> {
 
 export function eventLine(e: Json, names: Map<string, string>): string {
   const host = e.host_id ? (names.get(e.host_id) ?? String(e.host_id).slice(0, 8)) : '';
-  return `${clock(e.event_time)} ${e.severity.padEnd(8)} ${host ? `${host}: ` : ''}${e.message}`;
+  // Most host messages already start with "Host <name>:"; name the host only when the message does not.
+  const prefix = host && !String(e.message).includes(host) ? `${host}: ` : '';
+  return `${clock(e.event_time)} ${e.severity.padEnd(8)} ${prefix}${e.message}`;
 }
 
 export function eventsCommand(): Command {
