@@ -4,14 +4,19 @@
  * runs a workflow to completion; the row is in PostgreSQL and the object in
  * storage; Ctrl-C leaves nothing running; a second start reuses the state.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { Client, Connection } from '@temporalio/client';
-import { canConnect, freePort } from '../../src/dev/process-utils';
+import { canConnect, freePort, toolsDir } from '../../src/dev/process-utils';
 import { S3ObjectStore } from '../../src/storage/s3-object-store';
 import { eventually, startTestMinio, tempDir, type TestMinio } from '../support/services';
+import { buildSyntheticLiveIso, xorrisoAvailable } from '../support/live-iso';
+
+const COREOS_INSTALLER = path.join(toolsDir(), 'cargo', 'bin', 'coreos-installer');
 
 const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
 
@@ -173,8 +178,15 @@ describe('landfall dev with the S3 backend on a real MinIO', () => {
     await minio?.stop();
   });
 
-  it('writes the self-check object into the bucket', async () => {
-    const s3 = { DEMO_FLEET_HOSTS: '0', STORAGE_BACKEND: 's3', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'landfall-e2e' };
+  it('writes the self-check object into the bucket; serves discovery ISOs from a catalogued base image kept there', async () => {
+    // A base image named by the release catalogue: fetched by the running stack, kept in the bucket.
+    const iso = xorrisoAvailable() ? await buildSyntheticLiveIso({ fillerBytes: 2 * 1024 * 1024, name: 'stack.iso' }) : undefined;
+    const releasesFile = path.join(tempDir('stack-releases'), 'releases.json');
+    if (iso) {
+      const sha256 = createHash('sha256').update(readFileSync(iso.path)).digest('hex');
+      writeFileSync(releasesFile, JSON.stringify({ '1.32': { display_name: 'Kubernetes 1.32.0', kubernetes_version: '1.32.0', default: true, cpu_architectures: ['x86_64'], base_images: { x86_64: { url: pathToFileURL(iso.path).href, sha256 } } } }));
+    }
+    const s3 = { DEMO_FLEET_HOSTS: '0', STORAGE_BACKEND: 's3', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'landfall-e2e', ...(iso ? { RELEASES_FILE: releasesFile } : {}) };
     stack = await startStack(tempDir('stack-s3'), s3);
     const created = await runSelfCheck(stack, 'hello from the s3 test');
     const row = await queryRow(stack, created.id);
@@ -185,6 +197,37 @@ describe('landfall dev with the S3 backend on a real MinIO', () => {
     expect(body).toMatchObject({ id: created.id, message: 'hello from the s3 test' });
     // The S3 secret is never logged.
     expect(stack.output()).not.toContain(minio.secretKey);
+
+    if (iso && existsSync(COREOS_INSTALLER)) {
+      const base = `${stack.apiUrl}/api/assisted-install/v2`;
+      const post = await fetch(`${base}/infra-envs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'stack-iso', pull_secret: '{"auths":{"r.example.com":{"auth":"eDp5"}}}', image_type: 'minimal-iso', kernel_arguments: [{ operation: 'append', value: 'rd.net.timeout.carrier=60' }] }),
+      });
+      expect(post.status).toBe(201);
+      const ie = ((await post.json()) as { id: string }).id;
+      const { url } = (await (await fetch(`${base}/infra-envs/${ie}/downloads/image-url`)).json()) as { url: string };
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      const body = Buffer.from(await res.arrayBuffer());
+      const file = path.join(tempDir('stack-iso'), 'minimal.iso');
+      writeFileSync(file, body);
+      const ci = (...args: string[]) => execFileSync(COREOS_INSTALLER, args, { encoding: 'utf8' });
+      // AUTH_TYPE=none: the discovery Ignition carries no token, so it is byte for byte what the API serves.
+      const ign = await (await fetch(`${base}/infra-envs/${ie}/downloads/files?file_name=discovery.ign`)).text();
+      expect(ci('iso', 'ignition', 'show', file)).toBe(ign);
+      expect(ci('iso', 'kargs', 'show', file).trim()).toBe(`mitigations=auto,nosmt ignition.firstboot ignition.platform.id=metal coreos.live.rootfs_url=http://localhost:${stack.ports.api}/images/boot-artifacts/1.32/x86_64/rootfs.img rd.net.timeout.carrier=60`);
+      // A range across the embed area is the same bytes as the whole image's.
+      const at = iso.ignition.offset - 100;
+      const part = await fetch(url, { headers: { Range: `bytes=${at}-${at + 4999}` } });
+      expect(part.status).toBe(206);
+      expect(Buffer.from(await part.arrayBuffer()).equals(body.subarray(at, at + 5000))).toBe(true);
+      // The rootfs the minimal ISO points at is served by the running stack.
+      expect((await fetch(`${stack.apiUrl}/images/boot-artifacts/1.32/x86_64/rootfs.img`, { method: 'HEAD' })).status).toBe(200);
+      // The base image was kept in the bucket.
+      expect((await store.list('base-images/')).map((o) => o.key)).toEqual([expect.stringMatching(/^base-images\/1\.32-x86_64-[0-9a-f]{16}\.iso$/)]);
+    }
     expect(await stopStack(stack)).toBe(0);
     await expectAllStopped(stack);
   });
