@@ -10,7 +10,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { runFleet } from '../../agent/fleet';
 import { call, PULL_SECRET, SSH_KEY, startApiHarness, type ApiHarness } from '../support/api-harness';
-import { startInstallHarness, type InstallHarness } from '../support/install-harness';
+import { FIXTURE_PROFILES, readyCluster, startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { eventually } from '../support/services';
 import { repoRoot } from '../../src/dev/process-utils';
 import { webUiDir } from '../../src/api/web-ui';
@@ -41,7 +41,7 @@ async function newPage(): Promise<Page> {
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
-describe('web UI, full flow (AUTH_TYPE=none)', () => {
+describe('web UI against the live stack (AUTH_TYPE=none)', () => {
   let h: InstallHarness;
   let page: Page;
   const fleetStop = new AbortController();
@@ -180,6 +180,49 @@ describe('web UI, full flow (AUTH_TYPE=none)', () => {
     await row.getByText('installed').waitFor();
     expect(await row.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100');
     await shot(page, '11-clusters');
+  });
+
+  it('retries a host that failed writing its image, from the progress page', async () => {
+    const c = await readyCluster(h, 'ui-retry', `control-plane:3,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 4);
+    try {
+      // A cluster registered through the API opens on its hosts step.
+      await page.goto(`${h.api.url}/clusters/${c.clusterId}`);
+      await page.waitForURL(/\/hosts$/);
+      await page.getByRole('link', { name: 'Review' }).click();
+      await page.getByRole('button', { name: 'Install cluster' }).click();
+      await page.waitForURL(/\/progress$/);
+      const retry = page.getByRole('button', { name: /^Retry worker-fails-writing-\d$/ });
+      await retry.waitFor({ timeout: 60000 });
+      const failed = page.locator('tr', { has: retry });
+      expect(await failed.textContent()).toMatch(/simulated failure at Writing image to disk/);
+      await page.getByRole('button', { name: 'Reset cluster' }).waitFor();
+      await shot(page, '14-progress-host-failed');
+      await retry.click();
+      await page.getByText('The cluster is installed.').waitFor({ timeout: 60000 });
+      const report = (await call('GET', `${h.api.base}/clusters/${c.clusterId}/install-report`)).body;
+      expect(report.hosts.find((x: { hostname: string }) => /worker-fails-writing/.test(x.hostname)).retries).toBe(1);
+    } finally {
+      await c.report();
+    }
+  });
+
+  it('cancels an install and resets the cluster', async () => {
+    const c = await readyCluster(h, 'ui-cancel', path.join(FIXTURE_PROFILES, 'worker-slow-stages.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      await page.goto(`${h.api.url}/clusters/${c.clusterId}`);
+      await page.waitForURL(/\/progress$/);
+      page.once('dialog', (d) => void d.accept());
+      await page.getByRole('button', { name: 'Cancel installation' }).click();
+      await page.locator('.cluster-status .badge', { hasText: 'cancelled' }).waitFor();
+      await shot(page, '15-progress-cancelled');
+      await page.getByRole('button', { name: 'Reset cluster' }).click();
+      await page.waitForURL(/\/hosts$/);
+      await eventually(async () => !['cancelled', 'installing'].includes((await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.status), 20000, 'cluster reset');
+      await page.getByText('resetting-pending-user-action').first().waitFor();
+    } finally {
+      await c.report();
+    }
   });
 });
 

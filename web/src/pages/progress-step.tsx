@@ -27,6 +27,8 @@ export function ProgressStep({ cluster, infraEnv, reload }: StepProps) {
   const action = useAction();
   const hosts = [...(cluster.hosts ?? [])].sort((a, b) => Number(b.bootstrap) - Number(a.bootstrap) || hostFacts(a).hostname.localeCompare(hostFacts(b).hostname));
   const running = INSTALLING.includes(cluster.status);
+  // A failed host fails the cluster (error) while its install workflow waits: that is when a retry helps.
+  const retryable = running || cluster.status === 'error';
   const total = clusterPercent(cluster);
   // Validation warnings from before the install are history here; this list is about the install.
   const since = cluster.install_started_at ?? '';
@@ -125,7 +127,7 @@ export function ProgressStep({ cluster, infraEnv, reload }: StepProps) {
                       {h.status === 'error' && <div className="muted small status-info">{h.status_info}</div>}
                     </td>
                     <td>
-                      {h.status === 'error' && running && infraEnv && (
+                      {h.status === 'error' && retryable && infraEnv && (
                         <button type="button" className="btn btn-small" disabled={action.busy !== undefined} onClick={() => void act(`retry-${h.id}`, () => api.retryHost(h.infra_env_id ?? infraEnv.id, h.id))}>
                           Retry {f.hostname}
                         </button>
