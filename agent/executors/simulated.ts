@@ -252,10 +252,13 @@ export class SimulatedExecutor implements Executor {
       const deadline = Date.now() + 300_000;
       while (!stop.aborted && Date.now() < deadline) {
         const status = await io.clusterStatus().catch(() => undefined);
-        if (status === 'finalizing') {
-          for (const c of ['kube-apiserver', 'etcd', 'cni']) await io.reportComponent(c, 'available');
-          this.note('controller: reported kube-apiserver, etcd and cni available');
-          // The bootstrap host plays the controller's log upload: once, not once per host.
+        if (status === 'finalizing' || status === 'installed') {
+          if (status === 'finalizing') {
+            for (const c of ['kube-apiserver', 'etcd', 'cni']) await io.reportComponent(c, 'available');
+            this.note('controller: reported kube-apiserver, etcd and cni available');
+          }
+          // The bootstrap host plays the controller's log upload: once, not once per host. It is often the
+          // last host to finish its stages, so another host may already have completed finalizing.
           if (role === 'bootstrap') await io.uploadControllerLogs?.(this.controllerLogs(String(args.cluster_id ?? ''), 'finalizing completed'));
           return;
         }
