@@ -123,7 +123,7 @@ export function defaultStep(c: Cluster, hasInfraEnv: boolean): 'image' | 'hosts'
 export function clusterPercent(c: Cluster): number {
   if (c.status === 'installed') return 100;
   const reported = c.progress?.total_percentage ?? 0;
-  if (!INSTALLING.includes(c.status)) return reported;
+  if (!INSTALLING.includes(c.status) && c.status !== 'error') return reported;
   const hosts = c.hosts ?? [];
   const mean = hosts.length ? hosts.reduce((a, h) => a + (h.progress?.installation_percentage ?? 0), 0) / hosts.length : 0;
   return Math.max(reported, Math.round(mean));

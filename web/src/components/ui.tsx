@@ -77,6 +77,9 @@ export function PageTitle({ children }: { children: ReactNode }) {
   useEffect(() => {
     ref.current?.focus({ preventScroll: true });
   }, []);
+  useEffect(() => {
+    if (typeof children === 'string') document.title = `${children} · Landfall`;
+  }, [children]);
   return (
     <h1 tabIndex={-1} ref={ref} className="page-title">
       {children}

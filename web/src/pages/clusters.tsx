@@ -27,7 +27,7 @@ export function ClustersPage() {
         </Empty>
       )}
       {list.length > 0 && (
-        <div className="table-wrap">
+        <div className="table-wrap card flush">
           <table className="table">
             <caption className="sr-only">Clusters</caption>
             <thead>
