@@ -17,23 +17,25 @@ interface StageRemedy {
 }
 
 const CONSOLE = 'Open the host console (BMC or screen) and';
-const LOGS = 'Download the host logs (landfall logs <cluster> or GET …/logs?logs_type=host&host_id=<id>) and';
+const LOGS = 'Download the host logs (landfall logs --cluster <cluster> --type host --host <host id>, or GET …/clusters/<id>/logs?logs_type=host&host_id=<host id>) and';
+/** Retrying one host is an API action today (the CLI has no command for it yet). */
+const RETRY = 'retry the host (POST …/infra-envs/<infra-env>/hosts/<host>/actions/retry-install)';
 
 export const STAGE_REMEDIATION: Partial<Record<HostStage | 'preparing' | 'finalizing', StageRemedy>> = {
   preparing: {
     error: 'A pre-install check failed (usually the install disk is too slow for etcd: fsync above 10 ms). Use a faster disk (SSD/NVMe) or another disk (PATCH the host installation_disk_id), then install again.',
-    timeout: 'Not every host finished its pre-install checks in time. Check that all hosts are still connected (landfall hosts <cluster>) and that none is stuck running the disk speed check, then install again.',
+    timeout: 'Not every host finished its pre-install checks in time. Check that all hosts are still connected (landfall hosts --cluster <cluster>) and that none is stuck running the disk speed check, then install again.',
   },
   'Starting installation': {
-    error: `${LOGS} read the agent section: the installer could not start (often it could not fetch its Ignition from the service). Check the host reaches the service URL, then retry the host (landfall … retry or POST …/actions/retry-install).`,
+    error: `${LOGS} read agent.journal.log: the installer could not start (often it could not fetch its Ignition from the service). Check the host reaches the service URL, then ${RETRY}.`,
     timeout: `The host never started installing after the install step was handed out. ${CONSOLE} check the agent is running (systemctl status landfall-agent) and can reach the service; then retry the host.`,
   },
   Installing: {
-    error: `${LOGS} look at the installer output. Common causes: the pull secret is rejected by the registry, or the release image cannot be pulled (proxy, DNS, firewall). Fix access, then retry the host.`,
+    error: `${LOGS} read installer.journal.log and agent.journal.log. Common causes: the pull secret is rejected by the registry, or the release image cannot be pulled (proxy, DNS, firewall). Fix access, then retry the host.`,
     timeout: `${CONSOLE} check image pulls are progressing (journalctl -u landfall-agent); a slow or blocked registry (proxy, firewall) is the usual cause. Then retry the host.`,
   },
   'Writing image to disk': {
-    error: `coreos-installer failed writing the install disk. ${LOGS} read the coreos-installer error. Check the disk is healthy and not write-protected (lsblk, dmesg for I/O errors), wipe leftover partitions or RAID metadata (wipefs -a <disk>), or choose another install disk; then retry the host.`,
+    error: `coreos-installer failed writing the install disk. ${LOGS} read the coreos-installer error in installer.journal.log. Check the disk is healthy and not write-protected (lsblk, dmesg for I/O errors), wipe leftover partitions or RAID metadata (wipefs -a <disk>), or choose another install disk; then retry the host.`,
     timeout: `Writing the image is taking far too long: the disk or the image download is very slow. ${CONSOLE} check disk health (dmesg for I/O errors) and network throughput to the registry; use a faster disk if needed, then retry the host.`,
   },
   'Copying registry data to disk': {
@@ -42,10 +44,10 @@ export const STAGE_REMEDIATION: Partial<Record<HostStage | 'preparing' | 'finali
   },
   'Waiting for control plane': {
     error: `The control plane did not come up. ${LOGS} check the control-plane hosts reach each other on ports 6443, 2379-2380 and 22623, and that the API VIP answers (curl -k https://<api-vip>:6443/readyz). Then reset the cluster and install again.`,
-    timeout: 'The other control-plane hosts did not join in time. Check every control-plane host is installing (landfall hosts <cluster>), that they reach each other and the API VIP, and that no host is stuck in an earlier stage.',
+    timeout: 'The other control-plane hosts did not join in time. Check every control-plane host is installing (landfall hosts --cluster <cluster>), that they reach each other and the API VIP, and that no host is stuck in an earlier stage.',
   },
   'Waiting for bootkube': {
-    error: `Bootstrapping the control plane (bootkube) failed on the bootstrap host. ${LOGS} read the bootkube section; typical causes are an unreachable release image or wrong machine network / VIPs. Fix, then reset and install again.`,
+    error: `Bootstrapping the control plane (bootkube) failed on the bootstrap host. ${LOGS} read boot.journal.log for bootkube; typical causes are an unreachable release image or wrong machine network / VIPs. Fix, then reset and install again.`,
     timeout: `bootkube did not finish in time on the bootstrap host. ${CONSOLE} check etcd and kube-apiserver pods (crictl ps -a) and the API VIP; slow install disks make etcd miss its deadlines.`,
   },
   'Waiting for controller': {
@@ -61,7 +63,7 @@ export const STAGE_REMEDIATION: Partial<Record<HostStage | 'preparing' | 'finali
     timeout: 'The worker is waiting for the machine config server. Check the control plane is up and the API VIP answers on port 22623 from this host; then retry the host.',
   },
   Configuring: {
-    error: `The host failed while applying its configuration. ${LOGS} read the machine-config section; a bad custom manifest or a network change that cut the host off is a common cause. Fix, then retry the host.`,
+    error: `The host failed while applying its configuration. ${LOGS} read boot.journal.log; a bad custom manifest or a network change that cut the host off is a common cause. Fix, then retry the host.`,
     timeout: `The host did not finish configuring. ${CONSOLE} check it reaches the API VIP and that its kubelet runs (systemctl status kubelet); pending certificate signing requests can also hold it (kubectl get csr).`,
   },
   Joined: {
@@ -69,13 +71,13 @@ export const STAGE_REMEDIATION: Partial<Record<HostStage | 'preparing' | 'finali
     timeout: 'The node joined but is not Ready. Check kubectl describe node <name>, the CNI pods on it and pending certificate signing requests (kubectl get csr).',
   },
   finalizing: {
-    error: 'The cluster did not finish installing its core components. Check the cluster operators (kubectl get clusteroperators or the controller logs: landfall logs <cluster> --type controller), then reset and install again.',
+    error: 'The cluster did not finish installing its core components. Check the cluster operators (kubectl get clusteroperators, or the controller logs: landfall logs --cluster <cluster> --type controller), then reset and install again.',
     timeout: 'The core components did not become available in time. Download the controller logs and check which component is not available (kubectl get clusteroperators); then reset and install again.',
   },
 };
 
 const GENERIC: StageRemedy = {
-  error: `${LOGS} read the installer and agent sections for the error; fix the cause, then retry the host (POST …/actions/retry-install) or reset the cluster.`,
+  error: `${LOGS} read installer.journal.log and agent.journal.log for the error; fix the cause, then ${RETRY} or reset the cluster.`,
   timeout: `The host stopped reporting progress. ${CONSOLE} check it is powered on, reachable and running the agent; then retry the host or reset the cluster.`,
 };
 

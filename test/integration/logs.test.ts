@@ -29,7 +29,7 @@ async function download(url: string): Promise<{ status: number; name: string | n
   return { status: r.status, name: r.headers.get('content-disposition'), body: Buffer.from(await r.arrayBuffer()) };
 }
 
-async function upload(url: string, data: Buffer | string, opts: { field?: string; multipart?: boolean } = {}): Promise<Res> {
+async function upload(url: string, data: Buffer | string, opts: { field?: string; multipart?: boolean } = {}): Promise<Res<any>> {
   let res: Response;
   if (opts.multipart === false) {
     res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/gzip' }, body: data });
