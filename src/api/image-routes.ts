@@ -121,15 +121,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     'vmlinuz': { path: 'IMAGES/PXEBOOT/VMLINUZ', type: 'application/octet-stream' },
     'initrd.img': { path: 'IMAGES/PXEBOOT/INITRD.IMG', type: 'application/octet-stream' },
   };
-  router.get('/images/boot-artifacts/:release/:arch/:file', async (req: Request, res: Response, next) => {
-    const started = downloadStarting();
-    try {
-      await sendArtifact(req, res, next, started);
-    } finally {
-      started();
-    }
-  });
-  const sendArtifact = async (req: Request, res: Response, next: NextFunction, started: () => void) => {
+  router.get('/images/boot-artifacts/:release/:arch/:file', asDownload(async (req, res, next, started) => {
     const artifact = ARTIFACTS[String(req.params.file)];
     const release = String(req.params.release);
     const arch = String(req.params.arch);
@@ -142,7 +134,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
       return;
     }
     await sendExtent(req, res, { fh, offset: entry.offset, length: entry.length, etag: `"${st.ino}-${st.mtimeMs}-${entry.offset}"`, contentType: artifact.type, filename: String(req.params.file), started });
-  };
+  }));
 
   // The discovery Ignition by image token, for PXE (ignition.config.url): one query parameter, safe in a kernel command line.
   router.get('/images/:infraEnvId/discovery.ign', async (req: Request, res: Response) => {
@@ -151,15 +143,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     res.type('application/vnd.coreos.ignition+json').send(await discoveryIgnitionFor(ctx, IMAGE_SERVICE, infraEnvId));
   });
 
-  router.get('/images/:infraEnvId/:file', async (req: Request, res: Response, next) => {
-    const started = downloadStarting();
-    try {
-      await sendIso(req, res, next, started);
-    } finally {
-      started();
-    }
-  });
-  const sendIso = async (req: Request, res: Response, next: NextFunction, started: () => void) => {
+  router.get('/images/:infraEnvId/:file', asDownload(async (req, res, next, started) => {
     const infraEnvId = String(req.params.infraEnvId);
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
@@ -182,8 +166,20 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
       filename: `discovery-${infraEnvId}-${type}.iso`,
       started,
     });
-  };
+  }));
   return router;
+}
+
+/** A download handler, counted as starting (see downloadStarting) until its first byte leaves or it answers. */
+function asDownload(handler: (req: Request, res: Response, next: NextFunction, started: () => void) => Promise<unknown>) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const started = downloadStarting();
+    try {
+      await handler(req, res, next, started);
+    } finally {
+      started();
+    }
+  };
 }
 
 /**
