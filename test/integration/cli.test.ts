@@ -90,6 +90,11 @@ describe('landfall cluster, infraenv, hosts', () => {
     const table = await landfall(['cluster', 'list']);
     expect(table.stdout).toMatch(new RegExp(`^cli-one\\s+${created.id}\\s+${expectedRelease!.replace('.', '\\.')}\\s+\\S+`, 'm'));
 
+    const updated = await json(['cluster', 'update', 'cli-one', '--base-domain', 'other.example.com']);
+    expect(updated).toMatchObject({ id: created.id, base_dns_domain: 'other.example.com' });
+    expect((await call('GET', `${h.api.base}/clusters/${created.id}`)).body.base_dns_domain).toBe('other.example.com');
+    expect((await landfall(['cluster', 'update', 'cli-one'])).status).toBe(EXIT.usage.code);
+
     const removed = await json(['cluster', 'delete', 'cli-one']);
     expect(removed).toEqual({ id: created.id, name: 'cli-one', deleted: true });
     expect((await call('GET', `${h.api.base}/clusters/${created.id}`)).status).toBe(404);

@@ -59,42 +59,64 @@ export function printCluster(c: Json): void {
   ]);
 }
 
+/** The settings create and update share. */
+function settingsBody(o: Omit<CreateFlags, keyof ClientFlags>): Json {
+  const body: Json = {};
+  if (o.baseDomain) body.base_dns_domain = o.baseDomain;
+  if (o.pullSecretFile) body.pull_secret = readTextFile('--pull-secret-file', o.pullSecretFile);
+  if (o.sshKeyFile) body.ssh_public_key = readTextFile('--ssh-key-file', o.sshKeyFile);
+  if (o.apiVip) body.api_vips = [{ ip: o.apiVip }];
+  if (o.ingressVip) body.ingress_vips = [{ ip: o.ingressVip }];
+  if (o.machineNetwork) body.machine_networks = [{ cidr: o.machineNetwork }];
+  return body;
+}
+
+function settingsOptions(cmd: Command): Command {
+  return cmd
+    .option('--base-domain <domain>', 'base DNS domain (api.<name>.<domain>)')
+    .option('--ssh-key-file <file>', 'public SSH key for the installed hosts')
+    .option('--pull-secret-file <file>', 'registry pull secret JSON (default on create: an empty one)')
+    .option('--api-vip <ip>', 'virtual IP of the Kubernetes API')
+    .option('--ingress-vip <ip>', 'virtual IP of ingress')
+    .option('--machine-network <cidr>', 'the hosts’ network (derived from the VIPs when they are set)');
+}
+
 export function clusterCommand(): Command {
-  const cluster = new Command('cluster').description('create, list, show and delete clusters');
+  const cluster = new Command('cluster').description('create, update, list, show and delete clusters');
 
   withClientOptions(
-    cluster
+    settingsOptions(cluster
       .command('create')
       .description('create a cluster')
       .argument('<name>', 'lower-case letters, digits and hyphens')
       .option('--openshift-version <release>', 'release to install (default: the service’s default release)')
       .option('--release <release>', 'same as --openshift-version')
-      .option('--base-domain <domain>', 'base DNS domain (api.<name>.<domain>)')
       .option('--control-plane-count <n>', 'number of control-plane hosts', positiveInt('--control-plane-count'))
-      .option('--single-node', 'one host that is control plane and worker')
-      .option('--ssh-key-file <file>', 'public SSH key for the installed hosts')
-      .option('--pull-secret-file <file>', 'registry pull secret JSON (default: an empty one)')
-      .option('--api-vip <ip>', 'virtual IP of the Kubernetes API')
-      .option('--ingress-vip <ip>', 'virtual IP of ingress')
-      .option('--machine-network <cidr>', 'the hosts’ network'),
+      .option('--single-node', 'one host that is control plane and worker')),
   ).action(async (name: string, o: CreateFlags & { release?: string }) => {
     const api = clientOf(o);
     if (o.singleNode && o.controlPlaneCount !== undefined && o.controlPlaneCount !== 1) throw new CliError('usage', '--single-node and --control-plane-count are contradictory');
     const body: Json = {
       name,
       openshift_version: o.openshiftVersion ?? o.release ?? (await defaultRelease(api)),
-      pull_secret: o.pullSecretFile ? readTextFile('--pull-secret-file', o.pullSecretFile) : EMPTY_PULL_SECRET,
+      pull_secret: EMPTY_PULL_SECRET,
+      ...settingsBody(o),
     };
-    if (o.baseDomain) body.base_dns_domain = o.baseDomain;
     if (o.singleNode) Object.assign(body, { control_plane_count: 1, high_availability_mode: 'None' });
     else if (o.controlPlaneCount !== undefined) body.control_plane_count = o.controlPlaneCount;
-    if (o.sshKeyFile) body.ssh_public_key = readTextFile('--ssh-key-file', o.sshKeyFile);
-    if (o.apiVip) body.api_vips = [{ ip: o.apiVip }];
-    if (o.ingressVip) body.ingress_vips = [{ ip: o.ingressVip }];
-    if (o.machineNetwork) body.machine_networks = [{ cidr: o.machineNetwork }];
     const created = (await api.json('POST', '/clusters', { body })).body;
     if (o.output === 'json') return printJson(created);
     printCluster(created);
+  });
+
+  withClientOptions(settingsOptions(cluster.command('update').description('change the settings of a cluster that is not installing').argument('<cluster>', 'id or name'))).action(async (ref: string, o: CreateFlags) => {
+    const api = clientOf(o);
+    const c = await resolveCluster(api, ref);
+    const body = settingsBody(o);
+    if (!Object.keys(body).length) throw new CliError('usage', 'nothing to change: give at least one option (see landfall cluster update --help)');
+    const updated = (await api.json('PATCH', `/clusters/${c.id}`, { body })).body;
+    if (o.output === 'json') return printJson(updated);
+    printCluster(updated);
   });
 
   withClientOptions(cluster.command('list').alias('ls').description('list clusters')).action(async (o: ClientFlags) => {
