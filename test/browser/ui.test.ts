@@ -35,7 +35,8 @@ async function newPage(): Promise<Page> {
   // Reduced motion turns the progress bars' transition off, so a screenshot shows the bar the text says.
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, reducedMotion: 'reduce' });
   const page = await context.newPage();
-  page.setDefaultTimeout(20000);
+  // Generous: under `npm test` other suites share the two cores.
+  page.setDefaultTimeout(30000);
   return page;
 }
 
