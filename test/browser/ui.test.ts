@@ -286,4 +286,15 @@ describe('web UI with AUTH_TYPE=local', () => {
     await shot(page, '13-api-error');
     expect(page.url()).toMatch(/\/clusters\/new$/);
   });
+
+  it('reads the live event stream with the token in the Authorization header', async () => {
+    const token = api.signer.sign({ use: 'user', sub: 'alice' });
+    const created = await call('POST', `${api.base}/clusters`, { headers: { Authorization: `Bearer ${token}` }, body: { name: 'sse-auth', openshift_version: '1.31', base_dns_domain: 'example.com', pull_secret: PULL_SECRET } });
+    expect(created.status).toBe(201);
+    // Without a token the stream is refused, so events on the page prove the header was sent.
+    expect((await fetch(`${api.base}/events/stream?cluster_id=${created.body.id}`)).status).toBe(401);
+    await page.goto(`${api.url}/clusters/${created.body.id}/progress`);
+    await page.locator('.live-live').waitFor();
+    await page.locator('.event', { hasText: 'sse-auth' }).first().waitFor();
+  });
 });
