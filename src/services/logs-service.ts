@@ -156,28 +156,28 @@ export const LOGS_WANTED_STATUSES = ['error', 'cancelled'];
 
 /**
  * The logs-gather step (and stop-installation with it) for a host in error or
- * cancelled, at most once each time the host enters that status, and not at
- * all when the host already uploaded its logs since (the agent does so when
- * its install step fails). Marks logs `requested` in the same transaction.
+ * cancelled, at most once each time the host enters that status: not when
+ * logs were requested or uploaded since (the agent gathers its own when its
+ * install step fails). Marks logs `requested` in the same transaction, which
+ * is what keeps the next poll from asking again.
  */
 export async function logsGatherSteps(ctx: ServiceContext, key: { infraEnvId: string; hostId: string }, stepId: (type: string) => string): Promise<Array<{ step_type: string; step_id: string; args: string[] }>> {
   const peek = await ctx.repos.hosts.get(key);
   if (!peek?.cluster_id || !LOGS_WANTED_STATUSES.includes(peek.status)) return [];
-  const episode = (h: HostRow, attempt: number) => `${attempt}/${h.status}/${new Date(h.status_updated_at).toISOString()}`;
-  const collectedSince = (h: HostRow) => {
-    const at = (h.doc as Json).logs_collected_at;
-    return typeof at === 'string' && Date.parse(at) >= new Date(h.status_updated_at).getTime();
+  const handledSince = (h: HostRow) => {
+    const d = h.doc as Json;
+    const since = new Date(h.status_updated_at).getTime();
+    return [d.logs_started_at, d.logs_collected_at].some((at) => typeof at === 'string' && Date.parse(at) >= since);
   };
-  if (collectedSince(peek)) return [];
+  if (handledSince(peek)) return [];
   return ctx.db.transaction(async (trx) => {
     // Lock order everywhere: cluster, then its hosts.
     const cluster = await ctx.repos.clusters.getForUpdate(peek.cluster_id!, trx);
     const host = await ctx.repos.hosts.getForUpdate(key, trx);
-    if (!cluster || !host || !LOGS_WANTED_STATUSES.includes(host.status) || collectedSince(host)) return [];
+    if (!cluster || !host || !LOGS_WANTED_STATUSES.includes(host.status) || handledSince(host)) return [];
     const doc = host.doc as Json;
-    const ep = episode(host, cluster.install_attempt);
-    if (doc.logs_gather_episode === ep) return [];
-    await ctx.repos.hosts.update(key, { doc: { ...doc, logs_info: 'requested', logs_started_at: ctx.now().toISOString(), logs_gather_episode: ep } }, trx);
+    // hosts.update leaves status_updated_at alone when the status is not part of the patch.
+    await ctx.repos.hosts.update(key, { doc: { ...doc, logs_info: 'requested', logs_started_at: ctx.now().toISOString() } }, trx);
     await ctx.repos.events.add({ name: 'host_logs_requested', clusterId: cluster.id, hostId: host.id, infraEnvId: host.infra_env_id, props: { host_name: hostName(host), host_status: host.status } }, trx);
     const masters = await trx<HostRow>('hosts').where({ cluster_id: cluster.id, role: 'master' }).select('inventory');
     const masterIps = masters.flatMap((m) => {
