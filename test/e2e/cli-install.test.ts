@@ -67,6 +67,20 @@ afterAll(async () => {
       const exitFile = path.join(work, 'exit-code');
       const command = `cd ${work} && LANDFALL_URL=${h.api.url} ${process.execPath} ${MAIN} install --cluster tty --wait; echo $? > ${exitFile}; sleep 600`;
       tmux('new-session', '-d', '-x', '160', '-y', '50', '-s', 'install', command);
+      // A second watcher attaches to the running install, and Ctrl-C leaves the install going.
+      await eventually(async () => ['preparing-for-installation', 'installing'].includes((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.status), 30000, 'install started');
+      const attached = spawn(process.execPath, [MAIN, 'install', '--cluster', 'tty', '--wait'], { cwd: work, env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let attachedOut = '';
+      let attachedErr = '';
+      attached.stdout.on('data', (d) => (attachedOut += d));
+      attached.stderr.on('data', (d) => (attachedErr += d));
+      const attachedExit = new Promise<number | null>((r) => attached.on('close', r));
+      await eventually(async () => /^host /m.test(attachedOut), 20000, 'the attached watcher to draw');
+      attached.kill('SIGINT');
+      expect(await attachedExit).toBe(130);
+      expect(attachedOut).toMatch(/^cluster tty is already (preparing-for-installation|installing); following it$/m);
+      expect(attachedErr).toBe('landfall: stopped following; the install goes on (landfall install --cluster tty --wait follows it again)\n');
+
       const frames: string[] = [];
       await eventually(async () => {
         frames.push(tmux('capture-pane', '-p', '-t', 'install'));

@@ -141,6 +141,16 @@ describe('landfall cluster, infraenv, hosts', () => {
 });
 
 describe('landfall errors', () => {
+  it('documents every exit code in --help and in the README', async () => {
+    const help = await landfall(['--help']);
+    expect(help.status).toBe(0);
+    const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Using the CLI'), readme.indexOf('\n## ', readme.indexOf('## Using the CLI') + 5));
+    const documented = [...section.matchAll(/^\| (\d+) \| /gm)].map((m) => Number(m[1]));
+    expect(documented).toEqual(Object.values(EXIT).map((e) => e.code));
+    for (const e of Object.values(EXIT)) expect(help.stdout).toContain(`${String(e.code).padEnd(4)}${e.meaning}`);
+  });
+
   it('an unknown cluster id: one line, exit "not found"', async () => {
     expectOneLineError(await landfall(['cluster', 'show', '00000000-0000-4000-8000-000000000000']), EXIT.notFound.code, /no cluster 00000000-0000-4000-8000-000000000000/);
     expectOneLineError(await landfall(['hosts', '--cluster', 'no-such-cluster']), EXIT.notFound.code, /no cluster named "no-such-cluster"/);
