@@ -81,8 +81,22 @@ const GENERIC: StageRemedy = {
   timeout: `The host stopped reporting progress. ${CONSOLE} check it is powered on, reachable and running the agent; then retry the host or reset the cluster.`,
 };
 
-/** The advice for a failure at `stage`; unknown stages get the generic advice. */
-export function remediationFor(stage: string | undefined, kind: FailureKind): string {
+/**
+ * Causes that say more than the stage they happened in, whatever the stage:
+ * matched against what the host reported, first match wins.
+ */
+export const CAUSE_REMEDIATION: ReadonlyArray<{ id: string; match: RegExp; advice: string }> = [
+  { id: 'host-restarted', match: /unexpectedly restarted/i, advice: `The host rebooted in the middle of the install (power loss, watchdog, kernel panic, or someone rebooted it) and came back into the discovery image. Check the BMC event log and the console for a panic; once it is stable, ${RETRY} or reset the cluster.` },
+  { id: 'pull-secret', match: /unauthori[sz]ed|authentication required|pull secret|denied: /i, advice: `The registry refused the pull secret. Update the cluster's pull_secret (PATCH /v2/clusters/<id>) with a valid one for the release registry, then ${RETRY}.` },
+  { id: 'disk-full', match: /no space left on device/i, advice: `The install disk is full or too small for the image. Choose a larger install disk (PATCH the host's disks_selected_config) or free it, then ${RETRY}.` },
+  { id: 'disk-read-only', match: /read-only|write-protected|EROFS/i, advice: `The install disk cannot be written (read-only or write-protected). Check the disk's write-protect setting and RAID controller, or choose another install disk; then ${RETRY}.` },
+  { id: 'io-error', match: /I\/O error|EIO\b/i, advice: `The install disk reported I/O errors: it is probably failing. Check dmesg.log in the host logs and the disk's SMART status (smartctl -a <disk>), replace or choose another disk, then ${RETRY}.` },
+];
+
+/** The advice for a failure at `stage`: a known cause first, then the stage's entry; unknown stages get the generic advice. */
+export function remediationFor(stage: string | undefined, kind: FailureKind, cause?: string): string {
+  const known = cause ? CAUSE_REMEDIATION.find((c) => c.match.test(cause)) : undefined;
+  if (known && kind === 'error') return known.advice;
   const entry = (stage && STAGE_REMEDIATION[stage as keyof typeof STAGE_REMEDIATION]) || GENERIC;
   return entry[kind];
 }

@@ -184,7 +184,7 @@ function hostReport(h: ReportHostInput, events: ReportEvent[], end: Date | strin
     const kind: FailureKind = hardTimeout && hardTimeout.retry === retry ? 'timeout' : 'error';
     const stage = (kind === 'timeout' ? hardTimeout!.stage : undefined) ?? h.progress?.failed_at_stage ?? failedEntry?.stage ?? lastTry.at(-1)?.stage ?? h.progress?.current_stage ?? 'Starting installation';
     const cause = h.status_info.replace(/^Failed - /, '').trim() || (kind === 'timeout' ? `stage ${stage} exceeded its timeout` : 'the host reported a failure without details');
-    failure = { stage, cause, remediation: remediationFor(stage, kind), kind };
+    failure = { stage, cause, remediation: remediationFor(stage, kind, cause), kind };
   }
   return { host_id: h.id, hostname: h.hostname, role: h.role, bootstrap: h.bootstrap, status: h.status, status_info: h.status_info, stages, retries: retry, warnings, failure };
 }
@@ -214,7 +214,7 @@ export function buildInstallReport(input: ReportInput): InstallReport {
       const stage = closing?.name === 'cluster_preparation_failed' ? 'preparing' : 'finalizing';
       const reason = str(closing?.props?.reason) || c.status_info;
       const kind: FailureKind = /timed out|did not complete within/.test(reason) ? 'timeout' : 'error';
-      failure = { host_id: null, hostname: null, role: null, stage, cause: reason, remediation: remediationFor(stage, kind), kind };
+      failure = { host_id: null, hostname: null, role: null, stage, cause: reason, remediation: remediationFor(stage, kind, reason), kind };
     }
   }
 

@@ -70,7 +70,7 @@ describe('buildInstallReport', () => {
         ev(10, 'cluster_installation_failed', { reason: 'host a failed' }),
       ]),
     );
-    expect(r.failure).toEqual({ host_id: 'a', hostname: 'h-a', role: 'master', stage: 'Writing image to disk', kind: 'error', cause: 'coreos-installer exited 1: disk /dev/sda is read-only', remediation: remediationFor('Writing image to disk', 'error') });
+    expect(r.failure).toEqual({ host_id: 'a', hostname: 'h-a', role: 'master', stage: 'Writing image to disk', kind: 'error', cause: 'coreos-installer exited 1: disk /dev/sda is read-only', remediation: expect.stringMatching(/^The install disk cannot be written/) });
     expect(r.hosts[0]!.stages.at(-1)).toMatchObject({ stage: 'Writing image to disk', result: 'failed', duration_seconds: 7 });
     expect(r.hosts[1]!.failure).toBeNull();
   });
@@ -134,6 +134,16 @@ describe('buildInstallReport', () => {
 });
 
 describe('remediation table', () => {
+  it.each([
+    ['The host unexpectedly restarted during the installation', 'Configuring', /rebooted in the middle of the install/],
+    ['Failed - pulling quay.io/x: unauthorized: access denied', 'Installing', /refused the pull secret/],
+    ['coreos-installer exited 1: No space left on device', 'Writing image to disk', /disk is full/],
+    ['coreos-installer exited 1: blk_update_request: I/O error, dev sda', 'Writing image to disk', /I\/O errors/],
+    ['simulated failure at Writing image to disk', 'Writing image to disk', /coreos-installer failed writing/],
+  ])('cause "%s" at %s → %s', (cause, stage, advice) => {
+    expect(remediationFor(stage, 'error', cause)).toMatch(advice);
+  });
+
   it('has advice for every stage a host can fail in, for errors and timeouts', () => {
     for (const s of HOST_STAGES.filter((x) => x !== 'Done' && x !== 'Failed')) {
       expect([s, Boolean(STAGE_REMEDIATION[s]?.error), Boolean(STAGE_REMEDIATION[s]?.timeout)]).toEqual([s, true, true]);
