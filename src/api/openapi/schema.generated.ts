@@ -2530,7 +2530,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The archive, named `<cluster name>_<cluster id>_<logs type>.tar.gz`. */
+            /** @description The archive, named `<cluster name>_<cluster id>_<logs type>.tar.gz`, streamed. One host's logs are its archive as uploaded; otherwise a tar.gz with one entry per source (`<hostname>_<host id>.tar.gz`, `controller.tar.gz`). 409 while nothing was uploaded. */
             200: {
                 headers: {
                     [name: string]: unknown;
