@@ -64,6 +64,10 @@ afterAll(async () => {
     const ie = await json(['infraenv', 'create', '--cluster', 'tty']);
     const fleet = await bootFleet(h, c.id, ie.id, 'tty', 'control-plane:3,worker:1', 4);
     try {
+      // Without --wait: the install starts and the command returns the cluster as the API answered.
+      const started = await json(['install', '--cluster', 'tty']);
+      expect(started).toMatchObject({ id: c.id, status: 'preparing-for-installation', install_started_at: expect.any(String) });
+      expect((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.install_started_at).toBe(started.install_started_at);
       const exitFile = path.join(work, 'exit-code');
       const command = `cd ${work} && LANDFALL_URL=${h.api.url} ${process.execPath} ${MAIN} install --cluster tty --wait; echo $? > ${exitFile}; sleep 600`;
       tmux('new-session', '-d', '-x', '160', '-y', '50', '-s', 'install', command);

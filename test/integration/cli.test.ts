@@ -11,7 +11,7 @@ import path from 'node:path';
 import { runFleet } from '../../agent/fleet';
 import { EXIT } from '../../src/cli/exit-codes';
 import { freePort } from '../../src/dev/process-utils';
-import { call, SSH_KEY } from '../support/api-harness';
+import { call, SSH_KEY, startApiHarness } from '../support/api-harness';
 import { bootFleet, FIXTURE_PROFILES, startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { buildSyntheticLiveIso, xorrisoAvailable } from '../support/live-iso';
 import { eventually, tempDir } from '../support/services';
@@ -166,6 +166,24 @@ describe('landfall errors', () => {
   it('installing a cluster that is not ready: the API’s reason, exit "usage"', async () => {
     await json(['cluster', 'create', 'cli-not-ready']);
     expectOneLineError(await landfall(['install', '--cluster', 'cli-not-ready']), EXIT.usage.code, /\(HTTP 409\)$/);
+  });
+
+  it('AUTH_TYPE=local: no token is exit "unauthorized", --token or LANDFALL_TOKEN is sent as a bearer token', async () => {
+    const secured = await startApiHarness({ authType: 'local' });
+    try {
+      const env = { LANDFALL_URL: secured.url };
+      expectOneLineError(await landfall(['cluster', 'list'], { env }), EXIT.unauthorized.code, /\(HTTP 401\)$/);
+      const token = secured.signer.sign({ use: 'user', sub: 'alice' });
+      const created = JSON.parse((await landfall(['cluster', 'create', 'alice-one', '-o', 'json', '--token', token], { env })).stdout);
+      const listed = await landfall(['cluster', 'list', '-o', 'json'], { env: { ...env, LANDFALL_TOKEN: token } });
+      expect(JSON.parse(listed.stdout).map((c: any) => c.id)).toEqual([created.id]);
+      expect((await call('GET', `${secured.base}/clusters/${created.id}`, { headers: { Authorization: `Bearer ${token}` } })).body.user_name).toBe('alice');
+      // Another user's cluster is not found for bob.
+      const bob = secured.signer.sign({ use: 'user', sub: 'bob' });
+      expectOneLineError(await landfall(['cluster', 'show', created.id, '--token', bob], { env }), EXIT.notFound.code, /no cluster/);
+    } finally {
+      await secured.stop();
+    }
   });
 
   it('a service that is not there: exit "unreachable"', async () => {
