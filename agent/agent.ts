@@ -18,7 +18,7 @@ export interface AgentLog {
   warn(msg: string, data?: Record<string, unknown>): void;
 }
 
-/** How many of its own recent log lines an agent keeps for its logs archive. */
+/** How many of its own recent log lines an agent keeps for its logs archive (the fleet keeps fewer: thousands of agents share one process). */
 export const RECENT_LOG_LINES = 500;
 
 /** The service keeps the last result of each step type, so an identical success need not be sent again for an hour. */
@@ -46,7 +46,7 @@ export class HostAgent {
     private readonly executor: Executor,
     private readonly client: ServiceClient,
     log: AgentLog,
-    private readonly opts: { proxy?: string; writeStatus?: boolean; now?: () => number } = {},
+    private readonly opts: { proxy?: string; writeStatus?: boolean; now?: () => number; recentLogLines?: number } = {},
   ) {
     const keep = (level: string, msg: string, data?: Record<string, unknown>) => this.remember(`${level} ${msg}${data ? ` ${JSON.stringify(data)}` : ''}`);
     this.log = {
@@ -57,7 +57,8 @@ export class HostAgent {
 
   private remember(line: string): void {
     this.recent.push(`${new Date(this.now()).toISOString()} ${line}`);
-    if (this.recent.length > RECENT_LOG_LINES) this.recent.splice(0, this.recent.length - RECENT_LOG_LINES);
+    const keep = this.opts.recentLogLines ?? RECENT_LOG_LINES;
+    if (this.recent.length > keep) this.recent.splice(0, this.recent.length - keep);
   }
 
   /** A copy of the recent log lines, oldest first. */

@@ -101,7 +101,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
       const executor = topology ? new NetnsExecutor(profile, identity, network, topology.hosts[i]!.ns) : new SimulatedExecutor(profile, identity, network);
       if (topology && profile.link?.isolated) await topology.cut(i);
       const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds };
-      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher), o.log ?? quietLog, { writeStatus: false }));
+      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60 }));
       report.hosts.push({ id: identity.id, profile: profile.name, hostname: identity.hostname, ip: identity.ip });
     }
     const progress = setInterval(() => {

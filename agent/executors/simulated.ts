@@ -12,8 +12,8 @@ import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory, LogsContex
 import { sleep } from '../service-client';
 import { InstallStopped } from '../steps';
 
-/** Lines of its own activity a simulated host keeps for its logs archive. */
-const ACTIVITY_LINES = 300;
+/** Lines of its own activity a simulated host keeps for its logs archive (a fleet may hold thousands of hosts). */
+const ACTIVITY_LINES = 120;
 
 export interface HostProfile {
   name: string;
