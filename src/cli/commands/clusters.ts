@@ -1,11 +1,11 @@
-/** `landfall cluster create|list|show|delete`. */
+/** `landfall cluster create|update|list|show|delete`. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { resolveCluster, type ApiClient, type Json } from '../api-client';
 import { CliError } from '../exit-codes';
 import { clientOf, clock, printFields, printJson, printTable, positiveInt, withClientOptions, type ClientFlags } from '../output';
 
-/** An empty pull secret: enough for public images, and what the simulated fleet needs. */
+/** The API requires a pull secret; an empty one is right when every image is public. */
 const EMPTY_PULL_SECRET = '{"auths":{}}';
 
 export function readTextFile(option: string, file: string): string {
@@ -84,16 +84,15 @@ function settingsOptions(cmd: Command): Command {
 export function clusterCommand(): Command {
   const cluster = new Command('cluster').description('create, update, list, show and delete clusters');
 
-  withClientOptions(
-    settingsOptions(cluster
-      .command('create')
-      .description('create a cluster')
-      .argument('<name>', 'lower-case letters, digits and hyphens')
-      .option('--openshift-version <release>', 'release to install (default: the service’s default release)')
-      .option('--release <release>', 'same as --openshift-version')
-      .option('--control-plane-count <n>', 'number of control-plane hosts', positiveInt('--control-plane-count'))
-      .option('--single-node', 'one host that is control plane and worker')),
-  ).action(async (name: string, o: CreateFlags & { release?: string }) => {
+  const create = cluster
+    .command('create')
+    .description('create a cluster')
+    .argument('<name>', 'lower-case letters, digits and hyphens')
+    .option('--openshift-version <release>', 'release to install (default: the service’s default release)')
+    .option('--release <release>', 'same as --openshift-version')
+    .option('--control-plane-count <n>', 'number of control-plane hosts', positiveInt('--control-plane-count'))
+    .option('--single-node', 'one host that is control plane and worker');
+  withClientOptions(settingsOptions(create)).action(async (name: string, o: CreateFlags & { release?: string }) => {
     const api = clientOf(o);
     if (o.singleNode && o.controlPlaneCount !== undefined && o.controlPlaneCount !== 1) throw new CliError('usage', '--single-node and --control-plane-count are contradictory');
     const body: Json = {
