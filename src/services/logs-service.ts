@@ -131,6 +131,7 @@ export async function downloadLogs(ctx: ServiceContext, p: Principal, clusterId:
     archive.finalize();
   })().catch((err: unknown) => archive.destroy(err as Error));
   archive.on('error', (err) => gzip.destroy(err));
+  // tar-stream's pipe destroys the archive when gzip closes early (a client that went away): the store read stops with it.
   return { fileName, stream: archive.pipe(gzip) };
 }
 
