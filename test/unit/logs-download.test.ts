@@ -19,7 +19,7 @@ function fakeContext(sizeBytes: number) {
   const objects: ObjectInfo[] = [...HOSTS.map((h) => ({ key: `clusters/${CLUSTER}/logs/host/${h}.tar.gz`, sizeBytes, modifiedAt: new Date(0) })), { key: `clusters/${CLUSTER}/logs/controller/controller.tar.gz`, sizeBytes, modifiedAt: new Date(0) }];
   const store = {
     list: async () => objects,
-    getStream: async (key: string) => {
+    getStream: async (_key: string) => {
       read.opened++;
       let left = sizeBytes;
       const s = new Readable({
