@@ -149,6 +149,14 @@ describe('landfall errors', () => {
     const documented = [...section.matchAll(/^\| (\d+) \| /gm)].map((m) => Number(m[1]));
     expect(documented).toEqual(Object.values(EXIT).map((e) => e.code));
     for (const e of Object.values(EXIT)) expect(help.stdout).toContain(`${String(e.code).padEnd(4)}${e.meaning}`);
+    // bin/landfall (the package's bin, what npx runs) is the same program.
+    const version = await new Promise<string>((resolve) => {
+      const child = spawn(path.resolve(__dirname, '../../bin/landfall'), ['--version'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.on('close', () => resolve(out.trim()));
+    });
+    expect(version).toBe(JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')).version);
   });
 
   it('an unknown cluster id: one line, exit "not found"', async () => {
