@@ -19,6 +19,8 @@ const SHOTS = path.join(repoRoot(), 'test-artifacts', 'screenshots');
 const BAD_WORKER = path.join(__dirname, 'fixtures', 'worker-bad-hostname.yaml');
 
 let browser: Browser;
+/** Errors the pages logged (a CSP violation, an uncaught exception): every test ends with none. */
+const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(path.join(webUiDir(), 'index.html'))) {
@@ -30,11 +32,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+afterEach(() => {
+  expect(pageErrors.splice(0)).toEqual([]);
+});
 
 async function newPage(): Promise<Page> {
   // Reduced motion turns the progress bars' transition off, so a screenshot shows the bar the text says.
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, reducedMotion: 'reduce' });
   const page = await context.newPage();
+  page.on('console', (m) => {
+    // A failed request (the 401 before sign-in, the 400 the error test provokes) is logged by Chromium too; those are expected.
+    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) pageErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
   // Generous: under `npm test` other suites share the two cores.
   page.setDefaultTimeout(30000);
   return page;
@@ -74,11 +84,11 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
 
   it('creates a cluster, fixes a host, installs it and downloads the kubeconfig', async () => {
     await page.goto(`${h.api.url}/`);
-    await page.getByRole('heading', { name: 'Clusters' }).waitFor();
+    await page.getByRole('heading', { name: 'Clusters', exact: true }).waitFor();
     await page.getByText('No clusters yet').waitFor();
     await shot(page, '01-clusters-empty');
 
-    await page.getByRole('link', { name: 'Create cluster' }).click();
+    await page.getByRole('link', { name: 'Create cluster', exact: true }).click();
     await page.getByLabel('Cluster name').fill('ui-demo');
     await page.getByLabel('Base domain').fill('example.com');
     await expect(page.getByLabel('Kubernetes release').inputValue()).resolves.not.toBe('');
@@ -86,7 +96,7 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
     await page.getByLabel('SSH public key (optional)').fill(SSH_KEY);
     await page.getByLabel('Pull secret').fill(PULL_SECRET);
     await shot(page, '02-create');
-    await page.getByRole('button', { name: 'Create cluster' }).click();
+    await page.getByRole('button', { name: 'Create cluster', exact: true }).click();
 
     await page.waitForURL(/\/clusters\/[0-9a-f-]{36}\/image$/);
     const clusterId = /clusters\/([0-9a-f-]{36})/.exec(page.url())![1]!;
@@ -144,8 +154,8 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
     await fixed.locator('.badge', { hasText: 'known' }).waitFor();
     await shot(page, '06-hosts-known');
 
-    await page.getByRole('link', { name: 'Review' }).click();
-    const install = page.getByRole('button', { name: 'Install cluster' });
+    await page.getByRole('link', { name: 'Review', exact: true }).click();
+    const install = page.getByRole('button', { name: 'Install cluster', exact: true });
     await eventually(() => install.isEnabled(), 20000, 'install button enabled');
     await shot(page, '07-review');
     await install.click();
@@ -189,8 +199,8 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
       // A cluster registered through the API opens on its hosts step.
       await page.goto(`${h.api.url}/clusters/${c.clusterId}`);
       await page.waitForURL(/\/hosts$/);
-      await page.getByRole('link', { name: 'Review' }).click();
-      await page.getByRole('button', { name: 'Install cluster' }).click();
+      await page.getByRole('link', { name: 'Review', exact: true }).click();
+      await page.getByRole('button', { name: 'Install cluster', exact: true }).click();
       await page.waitForURL(/\/progress$/);
       const retry = page.getByRole('button', { name: /^Retry worker-fails-writing-\d$/ });
       await retry.waitFor({ timeout: 60000 });
@@ -243,20 +253,20 @@ describe('web UI with AUTH_TYPE=local', () => {
     await page.goto(`${api.url}/clusters/new`);
     await page.waitForURL(/\/token\?next=%2Fclusters%2Fnew$/);
     await page.getByLabel('API token').fill('not-a-token');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('alert').waitFor();
     await shot(page, '12-token');
     const token = api.signer.sign({ use: 'user', sub: 'alice' });
     await page.getByLabel('API token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(/\/clusters\/new$/);
-    await page.getByRole('heading', { name: 'Create a cluster' }).waitFor();
+    await page.getByRole('heading', { name: 'Create a cluster', exact: true }).waitFor();
     expect(await page.evaluate("sessionStorage.getItem('landfall.token')")).toBe(token);
   });
 
   it('goes through the create form by keyboard and shows the API error message', async () => {
     await page.goto(`${api.url}/clusters/new`);
-    await page.getByRole('heading', { name: 'Create a cluster' }).waitFor();
+    await page.getByRole('heading', { name: 'Create a cluster', exact: true }).waitFor();
     // The page heading has focus; Tab walks the form in reading order.
     const order: string[] = [];
     const focused = () => page.evaluate<string>("document.activeElement?.id || document.activeElement?.textContent?.trim() || ''");

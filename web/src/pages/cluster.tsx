@@ -84,11 +84,11 @@ export function ClusterPage({ clusterId, step }: { clusterId: string; step: Step
               <li key={s} className={s === current ? 'current' : ''}>
                 {enabled ? (
                   <Link href={clusterPath(c.id, s)} aria-current={s === current ? 'step' : undefined}>
-                    <span className="step-n">{i + 1}</span> {LABELS[s]}
+                    <span className="step-n" aria-hidden="true">{i + 1}</span> {LABELS[s]}
                   </Link>
                 ) : (
                   <span className="disabled" aria-disabled="true">
-                    <span className="step-n">{i + 1}</span> {LABELS[s]}
+                    <span className="step-n" aria-hidden="true">{i + 1}</span> {LABELS[s]}
                   </span>
                 )}
               </li>

@@ -19,7 +19,8 @@ export function TokenPage({ onSignedIn }: { onSignedIn: () => void }) {
       await api.listClusters();
       onSignedIn();
       const next = new URLSearchParams(location.search).get('next');
-      navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/', { replace: true });
+      // Only a path of this app: never another origin (//host, or /\host that browsers read the same).
+      navigate(next && /^\/(?![/\\])/.test(next) ? next : '/', { replace: true });
     } catch (err) {
       auth.clear();
       setError(errorMessage(err));
