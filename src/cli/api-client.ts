@@ -34,7 +34,7 @@ export class ApiClient {
   }
 
   /** fetch with auth; throws CliError for an unreachable service or a non-2xx answer. */
-  async fetch(path: string, init: { method?: string; query?: Query; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal; okStatuses?: number[] } = {}): Promise<Response> {
+  async fetch(path: string, init: { method?: string; query?: Query; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.opts.token) headers.Authorization = `Bearer ${this.opts.token}`;
     if (init.body !== undefined) headers['Content-Type'] = 'application/json';
@@ -44,7 +44,7 @@ export class ApiClient {
     } catch (err) {
       throw unreachable(err, this.opts.url);
     }
-    if (!res.ok && !init.okStatuses?.includes(res.status)) throw await httpError(res);
+    if (!res.ok) throw await httpError(res);
     return res;
   }
 

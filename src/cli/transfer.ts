@@ -81,7 +81,7 @@ class TransferMeter {
     this.value = start;
     if (out.isTTY) {
       const format = total !== undefined ? `${label} [{bar}] {percentage}% | {got}/{size} | {rate} | ETA {eta_formatted}` : `${label} {got} | {rate}`;
-      this.bar = new SingleBar({ format, stream: out, hideCursor: true, barsize: 30, etaBuffer: 50, fps: 10, clearOnComplete: false });
+      this.bar = new SingleBar({ format, stream: out, hideCursor: true, barsize: 30, etaBuffer: 50, fps: 10, clearOnComplete: false, barCompleteChar: '█', barIncompleteChar: '░' });
       this.bar.start(total ?? 1, start, this.payload());
     } else {
       this.line(start > 0 ? `resuming at ${bytes(start)}` : 'started');

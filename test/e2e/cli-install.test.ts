@@ -9,6 +9,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { call } from '../support/api-harness';
 import { bootFleet, startInstallHarness, type InstallHarness } from '../support/install-harness';
+import { buildSyntheticLiveIso, xorrisoAvailable } from '../support/live-iso';
 import { eventually, tempDir } from '../support/services';
 
 const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
@@ -47,7 +48,9 @@ async function json(args: string[]): Promise<any> {
 
 beforeAll(async () => {
   work = tempDir('cli-install');
-  h = await startInstallHarness();
+  // A discovery image to download, when xorriso can build the synthetic live ISO.
+  const env: Record<string, string> = xorrisoAvailable() ? { BASE_ISO_PATH: (await buildSyntheticLiveIso({ fillerBytes: 8 * 1024 * 1024, name: 'tty.iso' })).path } : {};
+  h = await startInstallHarness(env);
 });
 afterAll(async () => {
   try {
@@ -141,5 +144,19 @@ afterAll(async () => {
     } finally {
       await fleet.report();
     }
+  });
+
+  (xorrisoAvailable() ? it : it.skip)('iso download draws a bar with bytes, total and rate', async () => {
+    await json(['cluster', 'create', 'tty-iso']);
+    const ie = await json(['infraenv', 'create', '--cluster', 'tty-iso']);
+    const exitFile = path.join(work, 'iso-exit-code');
+    tmux('new-session', '-d', '-x', '160', '-y', '20', '-s', 'iso', `cd ${work} && LANDFALL_URL=${h.api.url} ${process.execPath} ${MAIN} iso download --infra-env ${ie.id} -f tty.iso; echo $? > ${exitFile}; sleep 600`);
+    await eventually(async () => existsSync(exitFile) && statSync(exitFile).size > 0, 30000, 'iso download to end');
+    expect(readFileSync(exitFile, 'utf8').trim()).toBe('0');
+    const size = statSync(path.join(work, 'tty.iso')).size;
+    const mib = (size / 1048576).toFixed(1);
+    const screen = tmux('capture-pane', '-p', '-t', 'iso');
+    expect(screen).toMatch(new RegExp(`^iso \\[█+\\] 100% \\| ${mib} MiB/${mib} MiB \\| [\\d.]+ (KiB|MiB|GiB)/s \\| ETA`, 'm'));
+    expect(screen).toMatch(new RegExp(`^wrote tty\\.iso: ${mib} MiB`, 'm'));
   });
 });

@@ -59,6 +59,7 @@ export function hostsTable(hosts: Json[]): string {
     ['HOSTNAME', 'ROLE', 'STATUS', 'CPU', 'RAM', 'DISK', 'STAGE', 'FAILING'],
     rows.map((r) => r.row),
   );
+  if (hosts.some((h) => !h.role || h.role === 'auto-assign')) out += '(* the role the service suggests for an auto-assign host)\n';
   const problems = rows.filter(({ h }) => failingValidations(h).length || ['error', 'insufficient', 'disconnected', 'installing-pending-user-action'].includes(h.status));
   for (const { h } of problems) {
     out += `\n${hostName(h)} (${h.status}): ${h.status_info ?? ''}\n`;
