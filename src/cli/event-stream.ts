@@ -45,7 +45,7 @@ interface SseMessage {
   data: string;
 }
 
-async function* parseSse(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<SseMessage> {
+export async function* parseSse(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buf = '';
   let msg: SseMessage = { data: '' };
