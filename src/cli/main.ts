@@ -21,7 +21,8 @@ import { reportCommand } from './commands/report';
 const CLIENT_HELP = `
 Client commands take --url (env LANDFALL_URL, default http://127.0.0.1:8090),
 --token (env LANDFALL_TOKEN, sent as "Authorization: Bearer") and
--o/--output table|json. A cluster is named by its id or its unique name.
+-o/--output table|json, before or after the command. A cluster is named by
+its id or its unique name.
 
 Watch the demo cluster of \`npm start\` install:
   landfall hosts --cluster demo
@@ -69,7 +70,31 @@ function packageVersion(): string {
 /** Processes that serve until signalled; every other command exits when its action ends. */
 const SERVING = new Set(['dev', 'api', 'worker']);
 
-export async function run(argv: string[]): Promise<{ code: number; serving: boolean }> {
+const CLIENT_OPTIONS_WITH_VALUE = new Set(['--url', '--token', '-o', '--output']);
+
+/**
+ * `landfall --url X -o json cluster list` reads naturally; commander wants
+ * options after the (sub)command that declares them, so options given before
+ * the command move to the end.
+ */
+export function hoistClientOptions(argv: string[]): string[] {
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length) {
+    const a = argv[i]!;
+    if (CLIENT_OPTIONS_WITH_VALUE.has(a) && i + 1 < argv.length) {
+      leading.push(a, argv[i + 1]!);
+      i += 2;
+    } else if (/^--(url|token|output)=/.test(a) || /^-o./.test(a)) {
+      leading.push(a);
+      i += 1;
+    } else break;
+  }
+  return [...argv.slice(i), ...leading];
+}
+
+export async function run(argvIn: string[]): Promise<{ code: number; serving: boolean }> {
+  const argv = hoistClientOptions(argvIn);
   const program = buildProgram();
   let serving = false;
   program.hook('preAction', (_program, action) => {

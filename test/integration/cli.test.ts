@@ -198,6 +198,8 @@ describe('landfall errors', () => {
     const port = await freePort();
     const r = await landfall(['cluster', 'list'], { env: { LANDFALL_URL: `http://127.0.0.1:${port}` } });
     expectOneLineError(r, EXIT.unreachable.code, new RegExp(`cannot reach the Landfall API at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`));
+    // The client options may also come before the command.
+    expectOneLineError(await landfall(['--url', `http://127.0.0.1:${port}`, '-o', 'json', 'cluster', 'list'], { env: { LANDFALL_URL: h.api.url } }), EXIT.unreachable.code, /ECONNREFUSED/);
     // --url wins over the environment.
     const flag = await landfall(['cluster', 'list', '--url', `http://127.0.0.1:${port}`, '-o', 'json'], { env: { LANDFALL_URL: h.api.url } });
     expect(flag.status).toBe(EXIT.unreachable.code);
