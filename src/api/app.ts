@@ -29,8 +29,6 @@ export interface ApiDeps {
   authType: 'none' | 'local';
   validateResponses: boolean;
   bodyLimitBytes: number;
-  /** BASE_ISO_PATH: the live ISO discovery images are streamed from (unset: they answer 404). */
-  baseIsoPath?: string;
   metricsRegistry?: import('prom-client').Registry;
 }
 
@@ -87,7 +85,7 @@ export function createApp(deps: ApiDeps): Express {
   }
   app.use('/api/landfall/v1', selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
   // Presigned image downloads (not part of the OpenAPI document): before its validator.
-  app.use(imageRoutes({ services: deps.services, baseIsoPath: deps.baseIsoPath }));
+  app.use(imageRoutes({ services: deps.services }));
   // The web UI (dist/web) at `/`; it passes API, image, probe and metrics paths on.
   app.use(webUiRoutes());
 

@@ -59,3 +59,48 @@ function percentage(stages: readonly HostStage[], stage: string): number {
   const i = counted.indexOf(stage as HostStage);
   return i < 0 ? 0 : Math.round(((i + 1) / counted.length) * 100);
 }
+
+export interface ClusterProgress {
+  preparing_for_installation_stage_percentage: number;
+  installing_stage_percentage: number;
+  finalizing_stage_percentage: number;
+  total_percentage: number;
+}
+
+/** Statuses in which a cluster's progress is derived from its hosts; before them it is 0, at installed 100. */
+const PHASE: Record<string, { preparing: number; finalizing: number; installingFromHosts: boolean } | undefined> = {
+  'preparing-for-installation': { preparing: 50, finalizing: 0, installingFromHosts: false },
+  installing: { preparing: 100, finalizing: 0, installingFromHosts: true },
+  'installing-pending-user-action': { preparing: 100, finalizing: 0, installingFromHosts: true },
+  finalizing: { preparing: 100, finalizing: 50, installingFromHosts: true },
+  // A failed or cancelled install keeps showing how far it got.
+  error: { preparing: 100, finalizing: 0, installingFromHosts: true },
+  cancelled: { preparing: 100, finalizing: 0, installingFromHosts: true },
+};
+
+/**
+ * A cluster's install progress the way AS weighs it (reference §4):
+ * total = 0.1·preparing + 0.7·installing + 0.15·finalizing, 100 at installed;
+ * installing = Σ(stage index + 1) / Σ(stage count) over the hosts, so a host
+ * with more stages weighs more.
+ */
+export function clusterProgress(status: string, controlPlaneCount: number, hosts: Array<{ role: string; bootstrap: boolean; current_stage?: string }>): ClusterProgress | undefined {
+  if (status === 'installed') return { preparing_for_installation_stage_percentage: 100, installing_stage_percentage: 100, finalizing_stage_percentage: 100, total_percentage: 100 };
+  const phase = PHASE[status];
+  if (!phase) return undefined;
+  let done = 0;
+  let all = 0;
+  for (const h of hosts) {
+    const counted = STAGES_BY_ROLE[stageRole(h.role, h.bootstrap, controlPlaneCount)].filter((s) => !OPTIONAL.includes(s));
+    all += counted.length;
+    const at = h.current_stage === 'Failed' ? -1 : counted.indexOf(h.current_stage as HostStage);
+    done += at + 1;
+  }
+  const installing = phase.installingFromHosts && all > 0 ? Math.round((done / all) * 100) : 0;
+  return {
+    preparing_for_installation_stage_percentage: phase.preparing,
+    installing_stage_percentage: installing,
+    finalizing_stage_percentage: phase.finalizing,
+    total_percentage: Math.round(0.1 * phase.preparing + 0.7 * installing + 0.15 * phase.finalizing),
+  };
+}

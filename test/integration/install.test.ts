@@ -26,6 +26,16 @@ describe('install orchestration', () => {
       const started = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`);
       expect(started.status).toBe(202);
       expect(started.body.status).toBe('preparing-for-installation');
+      // The cluster's progress follows its hosts' stages and never goes back.
+      const seen: number[] = [];
+      for (let status = ''; status !== 'installed' && status !== 'error'; await new Promise((r) => setTimeout(r, 100))) {
+        const now = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body;
+        status = now.status;
+        seen.push(now.progress?.total_percentage ?? 0);
+      }
+      expect(seen.at(-1)).toBe(100);
+      expect(seen.some((p) => p > 0 && p < 100)).toBe(true);
+      expect(seen.every((p, i) => i === 0 || p >= seen[i - 1]!)).toBe(true);
       const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 90000);
       expect(installed.status_info).toBe('Cluster is installed');
       expect(installed.hosts.every((x: any) => x.status === 'installed' && x.progress.current_stage === 'Done')).toBe(true);

@@ -4,6 +4,7 @@
  * (only `pull_secret_set`), JSON-string fields stay strings, unset times are
  * left out rather than sent as "" (the Python client parses every date-time).
  */
+import { clusterProgress } from '../../domain/install-stages';
 import type { ClusterRow, EventRow, HostRow, InfraEnvRow, ManifestRow } from '../../db/rows';
 
 export const BASE_PATH = '/api/assisted-install';
@@ -53,8 +54,17 @@ export function hostnameFromInventory(inventory: string | null): string | undefi
 
 export function presentCluster(c: ClusterRow, hosts?: HostRow[]) {
   const d = c.doc as Record<string, unknown>;
+  // With its hosts at hand, the install progress is derived from their stages (stored only at the end).
+  const derived = hosts
+    ? clusterProgress(
+        c.status,
+        (d.control_plane_count as number | undefined) ?? 3,
+        hosts.map((h) => ({ role: h.role === 'auto-assign' ? (h.suggested_role ?? 'worker') : h.role, bootstrap: h.bootstrap, current_stage: ((h.doc as Record<string, unknown>).progress as { current_stage?: string } | undefined)?.current_stage })),
+      )
+    : undefined;
   return dropUndefined({
     ...d,
+    ...(derived ? { progress: { ...((d.progress as object | undefined) ?? {}), ...derived } } : {}),
     kind: 'Cluster',
     id: c.id,
     href: `${BASE_PATH}/v2/clusters/${c.id}`,
