@@ -21,8 +21,8 @@ export interface TransferReport {
   seconds: number;
 }
 
-/** Streams a response body to `file` (appending after `resumeFrom` bytes of `<file>.part` when the answer is 206). */
-export async function saveResponse(res: Response, file: string, o: { label: string; progress: NodeJS.WriteStream; serviceUrl: string; resumeFrom?: number }): Promise<TransferReport> {
+/** Streams a response body to `file` (appending after `resumeFrom` bytes of `<file>.part` when the answer is 206); `resumable` when the command can pick up a `.part` again. */
+export async function saveResponse(res: Response, file: string, o: { label: string; progress: NodeJS.WriteStream; serviceUrl: string; resumeFrom?: number; resumable?: boolean }): Promise<TransferReport> {
   const partial = res.status === 206 && (o.resumeFrom ?? 0) > 0;
   const start = partial ? o.resumeFrom! : 0;
   const length = Number(res.headers.get('content-length') ?? NaN);
@@ -31,6 +31,14 @@ export async function saveResponse(res: Response, file: string, o: { label: stri
   const part = `${file}.part`;
   const began = Date.now();
   let got = start;
+  const kept = () => (o.resumable ? `${bytes(got)} kept in ${part}, run the command again to resume` : `${part} is incomplete, run the command again`);
+  // Ctrl-C: give the terminal its cursor back and say what was kept, then stop like any interrupted command.
+  const onSignal = () => {
+    meter.stop(false);
+    process.stderr.write(`landfall: interrupted; ${kept()}\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
   const counted = async function* (body: AsyncIterable<Uint8Array>) {
     for await (const chunk of body) {
       got += chunk.length;
@@ -45,11 +53,13 @@ export async function saveResponse(res: Response, file: string, o: { label: stri
     meter.stop(false);
     if (err instanceof CliError) throw err;
     if ((err as NodeJS.ErrnoException).syscall) throw new CliError('usage', `cannot write ${part}: ${(err as NodeJS.ErrnoException).code}`);
-    throw withHint(unreachable(err, o.serviceUrl), `; ${bytes(got)} kept in ${part}, run the command again to resume`);
+    throw withHint(unreachable(err, o.serviceUrl), `; ${kept()}`);
+  } finally {
+    process.removeListener('SIGINT', onSignal);
   }
   if (total !== undefined && got !== total) {
     meter.stop(false);
-    throw new CliError('unreachable', `download ended after ${got} of ${total} bytes; ${part} kept, run the command again to resume`);
+    throw new CliError('unreachable', `download ended after ${got} of ${total} bytes; ${kept()}`);
   }
   meter.stop(true);
   renameSync(part, file);

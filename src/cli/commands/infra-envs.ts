@@ -116,7 +116,7 @@ export function isoCommand(): Command {
     }
     writeFileSync(meta, JSON.stringify({ url: link.url, expires_at: link.expires_at, etag: res.headers.get('etag') ?? undefined } satisfies Resume));
     const progress = o.output === 'json' ? process.stderr : process.stdout;
-    const report = await saveResponse(res, file, { label: 'iso', progress, serviceUrl: o.url, resumeFrom: resume ? have : 0 });
+    const report = await saveResponse(res, file, { label: 'iso', progress, serviceUrl: o.url, resumeFrom: resume ? have : 0, resumable: true });
     rmSync(meta, { force: true });
     if (o.output === 'json') return printJson({ infra_env_id: ie.id, ...report });
     process.stdout.write(`wrote ${file}: ${bytes(report.bytes)}${report.resumed_from ? ` (resumed at ${bytes(report.resumed_from)})` : ''} in ${duration(report.seconds) ?? '0s'}\n`);
