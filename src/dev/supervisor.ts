@@ -179,7 +179,15 @@ async function startDemoFleet(cfg: Config, apiUrl: string, signal: AbortSignal, 
   try {
     const pullSecret = JSON.stringify({ auths: { 'registry.demo.invalid': { auth: 'ZGVtbzpkZW1v' } } });
     const clusters = (await json('GET', '/clusters')) as Array<Record<string, unknown>>;
-    const cluster = clusters.find((c) => c.name === 'demo') ?? (await json('POST', '/clusters', { name: 'demo', openshift_version: '1.31', pull_secret: pullSecret, base_dns_domain: 'demo.landfall.test' }));
+    const cluster = clusters.find((c) => c.name === 'demo') ?? (await json('POST', '/clusters', {
+        name: 'demo',
+        openshift_version: '1.31',
+        pull_secret: pullSecret,
+        base_dns_domain: 'demo.landfall.test',
+        // Free addresses in the simulated hosts' network (192.168.127.0/24), so the demo is ready to install once its hosts are known.
+        api_vips: [{ ip: '192.168.127.250' }],
+        ingress_vips: [{ ip: '192.168.127.251' }],
+      }));
     const envs = (await json('GET', `/infra-envs?cluster_id=${cluster.id}`)) as Array<Record<string, unknown>>;
     const ie = envs[0] ?? (await json('POST', '/infra-envs', { name: 'demo', pull_secret: pullSecret, cluster_id: cluster.id }));
     let token = '';

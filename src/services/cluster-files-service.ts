@@ -184,10 +184,14 @@ export async function reportOperator(ctx: ServiceContext, p: Principal, id: stri
   await loadCluster(ctx, p, id);
   const available = await ctx.db.transaction(async (trx) => {
     const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
-    const ops = ((c.doc.monitored_operators as Json[] | undefined) ?? []).filter((o) => o.name !== report.name);
-    ops.push({ cluster_id: id, name: report.name, version: report.version ?? '', status: report.status ?? 'progressing', status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString(), operator_type: 'builtin' });
+    const all = (c.doc.monitored_operators as Json[] | undefined) ?? [];
+    const before = all.find((o) => o.name === report.name);
+    const ops = all.filter((o) => o.name !== report.name);
+    const status = report.status ?? 'progressing';
+    ops.push({ cluster_id: id, name: report.name, version: report.version ?? '', status, status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString(), operator_type: 'builtin' });
     await ctx.repos.clusters.update(id, { doc: { ...c.doc, monitored_operators: ops } }, trx);
-    await ctx.repos.events.add({ name: 'cluster_operator_report', clusterId: id, props: { operator_name: report.name, operator_status: report.status ?? 'progressing' }, requestId }, trx);
+    // The controller reports every few seconds; an event only when the status changes keeps the event list readable.
+    if (before?.status !== status) await ctx.repos.events.add({ name: 'cluster_operator_report', clusterId: id, props: { operator_name: report.name, operator_status: status }, requestId }, trx);
     return c.status === 'finalizing' && componentsAvailable(ops);
   });
   if (available) await signalComponents(ctx, id, true);
