@@ -162,13 +162,13 @@ export function createInstallActivities(ctx: ServiceContext) {
     },
 
     /** A stage ran past its timeout: soft → a warning event; hard → the host fails. */
-    async reportStageTimeout(input: { clusterId: string; hostId: string; stage: string; minutes: number; hard: boolean }): Promise<void> {
+    async reportStageTimeout(input: { clusterId: string; hostId: string; stage: string; minutes: number; seconds?: number; hard: boolean }): Promise<void> {
       await ctx.db.transaction(async (trx) => {
         await ctx.repos.clusters.getForUpdate(input.clusterId, trx);
         const h = await trx<HostRow>('hosts').where({ cluster_id: input.clusterId, id: input.hostId }).forUpdate().first();
         if (!h) return;
         const name = h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
-        await ctx.repos.events.add({ name: 'host_stage_timed_out', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, severity: input.hard ? 'error' : 'warning', props: { host_name: name, stage: input.stage, minutes: input.minutes, kind: input.hard ? 'hard' : 'soft', consequence: input.hard ? '; the host failed' : '; still waiting' } }, trx);
+        await ctx.repos.events.add({ name: 'host_stage_timed_out', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, severity: input.hard ? 'error' : 'warning', props: { host_name: name, stage: input.stage, minutes: input.minutes, duration: stageAge(input), kind: input.hard ? 'hard' : 'soft', consequence: input.hard ? '; the host failed' : '; still waiting' } }, trx);
         if (input.hard) await moveHost(ctx, trx, h, { type: 'StageTimedOut', stage: input.stage });
       });
     },
@@ -223,3 +223,10 @@ export function createInstallActivities(ctx: ServiceContext) {
 }
 
 export type InstallActivities = ReturnType<typeof createInstallActivities>;
+
+/** How long a stage has run, for people: seconds while short (tests use tiny timeouts), minutes after. */
+function stageAge(input: { minutes: number; seconds?: number }): string {
+  const s = input.seconds ?? input.minutes * 60;
+  if (s < 120) return `${s} seconds`;
+  return `${Math.round(s / 60)} minutes`;
+}

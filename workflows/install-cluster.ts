@@ -176,10 +176,10 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
       const age = now - h.stageSince;
       const stage = h.stage ?? 'Starting installation';
       if (age > timeouts.stageHardMs) {
-        await acts.reportStageTimeout({ clusterId: input.clusterId, hostId: h.hostId, stage, minutes: Math.round(age / 60_000), hard: true });
+        await acts.reportStageTimeout({ clusterId: input.clusterId, hostId: h.hostId, stage, minutes: Math.round(age / 60_000), seconds: Math.round(age / 1000), hard: true });
         h.status = 'error';
       } else if (age > timeouts.stageSoftMs && h.softWarned !== stage) {
-        await acts.reportStageTimeout({ clusterId: input.clusterId, hostId: h.hostId, stage, minutes: Math.round(age / 60_000), hard: false });
+        await acts.reportStageTimeout({ clusterId: input.clusterId, hostId: h.hostId, stage, minutes: Math.round(age / 60_000), seconds: Math.round(age / 1000), hard: false });
         h.softWarned = stage;
       }
     }

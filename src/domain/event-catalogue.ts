@@ -48,7 +48,7 @@ export const EVENT_CATALOGUE = {
   cluster_installation_failed: { severity: 'critical', category: 'user', template: 'Cluster installation failed: {reason}', description: 'The install cannot succeed any more; retry the failed host or reset.' },
   cluster_finalizing_started: { severity: 'info', category: 'user', template: 'Cluster {cluster_name}: enough hosts are installed, finalizing', description: 'The success rule is met.' },
   cluster_installation_completed: { severity: 'info', category: 'user', template: 'Successfully completed installing cluster {cluster_name}', description: 'The cluster is installed; the kubeconfig can be downloaded.' },
-  host_stage_timed_out: { severity: 'warning', category: 'user', template: 'Host {host_name}: installation stage {stage} has taken more than {minutes} minutes ({kind} timeout){consequence}', description: 'A stage ran past its soft (warning) or hard (failure) timeout.' },
+  host_stage_timed_out: { severity: 'warning', category: 'user', template: 'Host {host_name}: installation stage {stage} has been running for {duration} ({kind} timeout){consequence}', description: 'A stage ran past its soft (warning) or hard (failure) timeout.' },
   host_install_retried: { severity: 'info', category: 'user', template: 'Host {host_name}: installation retried (retry {retry})', description: 'A failed host was retried in place.' },
   host_step_failed: { severity: 'warning', category: 'user', template: 'Host {host_name}: step {step_type} failed with exit code {exit_code}: {error}', description: 'An agent step exited non-zero.' },
 } as const satisfies Record<string, EventSpec>;

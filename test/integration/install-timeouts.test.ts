@@ -25,7 +25,7 @@ describe('stage timeouts', () => {
       const events = (await call('GET', `${h.api.base}/events?cluster_id=${c.clusterId}`)).body.filter((e: any) => e.name === 'host_stage_timed_out');
       expect(events.length).toBeGreaterThan(0);
       expect(events[0]).toMatchObject({ severity: 'warning', host_id: expect.any(String) });
-      expect(events[0].message).toMatch(/worker-slow-stages-\d+: installation stage .+ \(soft timeout\); still waiting/);
+      expect(events[0].message).toMatch(/worker-slow-stages-\d+: installation stage .+ has been running for [1-9]\d* seconds \(soft timeout\); still waiting/);
     } finally {
       await c.report();
     }
