@@ -18,7 +18,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { Principal } from '../auth/principal';
 import { AppError, notFound } from '../errors';
 import type { ServiceContext } from '../services/context';
-import { discoveryIgnitionFor } from '../services/infra-envs-service';
+import { baseImageOf, bootArtifactUrl, discoveryIgnitionFor } from '../services/infra-envs-service';
 import { EmbedAreaError, ignitionAreaBytes, kargsPatches, minimalIsoKargs, readIsoLayout, type IsoLayout, type Patch } from '../iso/embed-area';
 import { downloadStarting, patchedEtag, sendExtent, sendPatchedFile } from '../iso/stream';
 import { IsoImage } from '../iso/iso9660';
@@ -73,9 +73,9 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
   };
 
   /** The base image of the infra-env's release and architecture (fetched into the cache on first use). */
-  const baseImageOf = (ie: InfraEnvRow) => {
-    const d = ie.doc as Record<string, unknown>;
-    return ctx.baseImages.imageFor(d.openshift_version as string | undefined, (d.cpu_architecture as string | undefined) ?? 'x86_64');
+  const baseImageFor = (ie: InfraEnvRow) => {
+    const { release, arch } = baseImageOf(ie);
+    return ctx.baseImages.imageFor(release, arch);
   };
 
   const buildPatches = async (ie: InfraEnvRow, type: string, layout: IsoLayout): Promise<Patch[]> => {
@@ -85,8 +85,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const ops = (d.kernel_arguments as KernelArgument[] | undefined) ?? [];
     if (type === 'minimal') {
       if (!layout.kargs) throw new EmbedAreaError('the image has no kernel-argument embed area (no /coreos/kargs.json), so no minimal ISO can be made from it');
-      const rootfs = `${ctx.baseUrl}/images/boot-artifacts/${d.openshift_version as string}/${(d.cpu_architecture as string | undefined) ?? 'x86_64'}/rootfs.img`;
-      patches.push(...kargsPatches(layout, applyKernelArguments(minimalIsoKargs(layout.kargs.default, rootfs), ops)));
+      patches.push(...kargsPatches(layout, applyKernelArguments(minimalIsoKargs(layout.kargs.default, bootArtifactUrl(ctx, ie, 'rootfs.img')), ops)));
     } else if (ops.length) {
       if (!layout.kargs) throw new EmbedAreaError('the image has no kernel-argument embed area (no /coreos/kargs.json), so the kernel_arguments cannot be applied');
       patches.push(...kargsPatches(layout, applyKernelArguments(layout.kargs.default, ops)));
@@ -148,7 +147,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
     const token = await checkToken(req, infraEnvId);
-    const { fh, st } = await baseImageFile((await baseImageOf(token.ie)).path);
+    const { fh, st } = await baseImageFile((await baseImageFor(token.ie)).path);
     const layoutKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
     const layout = await layoutOf(fh, st).catch((err: unknown) => {
       throw err instanceof EmbedAreaError ? new AppError('dependency_unavailable', `the base image is not a usable CoreOS live ISO: ${err.message}`) : err;

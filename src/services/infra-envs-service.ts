@@ -159,6 +159,18 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
   return JSON.stringify(config);
 }
 
+/** The release and architecture whose base image an infra-env's discovery image is made from. */
+export function baseImageOf(ie: InfraEnvRow): { release: string; arch: string } {
+  const d = ie.doc as Record<string, unknown>;
+  return { release: d.openshift_version as string, arch: (d.cpu_architecture as string | undefined) ?? 'x86_64' };
+}
+
+/** A live-system file (rootfs.img, vmlinuz, initrd.img) of the infra-env's base image; these URLs need no token. */
+export function bootArtifactUrl(ctx: ServiceContext, ie: InfraEnvRow, file: string): string {
+  const { release, arch } = baseImageOf(ie);
+  return `${ctx.baseUrl}/images/boot-artifacts/${release}/${arch}/${file}`;
+}
+
 /**
  * The iPXE script that network-boots the discovery image: kernel, initrd and
  * rootfs from the release's base image (boot artifacts need no token), the
@@ -168,8 +180,7 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
 export async function ipxeScript(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
   const ie = await loadInfraEnv(ctx, p, id);
   const { token } = await signImageToken(ctx, id, ie.doc);
-  const d = ie.doc as Record<string, unknown>;
-  const boot = (file: string) => `${ctx.baseUrl}/images/boot-artifacts/${d.openshift_version as string}/${(d.cpu_architecture as string | undefined) ?? 'x86_64'}/${file}`;
+  const boot = (file: string) => bootArtifactUrl(ctx, ie, file);
   const ignitionUrl = `${ctx.baseUrl}/images/${id}/discovery.ign?image_token=${token}`;
   const base = `coreos.live.rootfs_url=${boot('rootfs.img')} ignition.firstboot ignition.platform.id=metal ignition.config.url=${ignitionUrl}`;
   return [
