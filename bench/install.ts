@@ -9,7 +9,7 @@
  * Real Temporal dev server, one API process and one worker process (children), embedded PostgreSQL;
  * the fleets run in this process.
  */
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { apiCaller, benchDatabase, numberFlag, watchdog } from './support';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
@@ -41,12 +41,7 @@ async function main(): Promise<void> {
   try {
     await waitForPort('127.0.0.1', port, 30000, 'api', procs[0]);
     const base = `http://127.0.0.1:${port}/api/assisted-install/v2`;
-    const call = async (method: string, p: string, body?: unknown) => {
-      const r = await fetch(`${base}${p}`, { method, headers: body !== undefined ? { 'content-type': 'application/json' } : {}, body: body !== undefined ? JSON.stringify(body) : undefined });
-      const text = await r.text();
-      if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 300)}`);
-      return text ? JSON.parse(text) : undefined;
-    };
+    const call = apiCaller(base);
     const status = async (id: string) => (await call('GET', `/clusters/${id}?exclude-hosts=true`)).status as string;
     const waitFor = async (id: string, want: string, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { buildSyntheticLiveIso } from '../test/support/live-iso';
 import { freePort, repoRoot, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { benchDatabase, numberFlag, rssMb, watchdog } from './support';
+import { apiCaller, benchDatabase, numberFlag, rssMb, watchdog } from './support';
 
 /**
  * A download by curl, the client a person or a provisioning script would use
@@ -65,8 +65,9 @@ async function main(): Promise<void> {
   try {
     await waitForPort('127.0.0.1', port, 30000, 'api', api);
     const base = `http://127.0.0.1:${port}/api/assisted-install/v2`;
-    const ie = (await (await fetch(`${base}/infra-envs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', pull_secret: '{"auths":{}}', image_type: 'full-iso' }) })).json()) as { id: string };
-    const url = ((await (await fetch(`${base}/infra-envs/${ie.id}/downloads/image-url`)).json()) as { url: string }).url;
+    const call = apiCaller(base);
+    const ie = (await call('POST', '/infra-envs', { name: 'bench', pull_secret: '{"auths":{}}', image_type: 'full-iso' })) as { id: string };
+    const { url } = (await call('GET', `/infra-envs/${ie.id}/downloads/image-url`)) as { url: string };
 
     // Disk: the base image read once to warm the page cache, then timed.
     const readDisk = async () => {

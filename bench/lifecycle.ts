@@ -9,7 +9,7 @@
  * simulated (the agent's simulated executor makes their inventories and full
  * connectivity reports). Targets: report → visible p99 under 200 ms.
  */
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { apiCaller, benchDatabase, numberFlag, watchdog } from './support';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { SimulatedExecutor, SimulatedNetwork, simulatedIdentity } from '../agent/executors/simulated';
@@ -34,12 +34,7 @@ async function main(): Promise<void> {
   try {
     await waitForPort('127.0.0.1', port, 30000, 'api', api);
     const base = `http://127.0.0.1:${port}/api/assisted-install/v2`;
-    const call = async (method: string, p: string, body?: unknown) => {
-      const r = await fetch(`${base}${p}`, { method, headers: body !== undefined ? { 'content-type': 'application/json' } : {}, body: body !== undefined ? JSON.stringify(body) : undefined });
-      const text = await r.text();
-      if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 300)}`);
-      return text ? JSON.parse(text) : undefined;
-    };
+    const call = apiCaller(base);
     const pullSecret = JSON.stringify({ auths: { x: { auth: 'eDp5' } } });
     const cluster = await call('POST', '/clusters', { name: 'bench', openshift_version: '1.31', pull_secret: pullSecret, base_dns_domain: 'example.com', machine_networks: [{ cidr: '192.168.127.0/24' }], api_vips: [{ ip: '192.168.127.250' }], ingress_vips: [{ ip: '192.168.127.251' }] });
     const ie = await call('POST', '/infra-envs', { name: 'bench', pull_secret: pullSecret, cluster_id: cluster.id });

@@ -38,3 +38,13 @@ export async function benchDatabase(name: string): Promise<{ dir: string; pg: Em
 export function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 }
+
+/** A JSON caller for the REST API at `base`: parses the answer, and throws with the body on a 4xx or 5xx. */
+export function apiCaller(base: string) {
+  return async (method: string, p: string, body?: unknown) => {
+    const r = await fetch(`${base}${p}`, { method, headers: body !== undefined ? { 'content-type': 'application/json' } : {}, body: body !== undefined ? JSON.stringify(body) : undefined });
+    const text = await r.text();
+    if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 300)}`);
+    return text ? JSON.parse(text) : undefined;
+  };
+}
