@@ -150,10 +150,7 @@ export function ProgressStep({ cluster, infraEnv, reload }: StepProps) {
           ) : (
             <ol className="events" aria-live="polite" aria-relevant="additions">
               {events.map((e) => (
-                <li key={e.seq} className={`event event-${e.severity}`}>
-                  <time dateTime={e.event_time}>{new Date(e.event_time).toLocaleTimeString()}</time>
-                  <span className="event-msg">{e.message}</span>
-                </li>
+                <EventItem key={e.seq} event={e} />
               ))}
             </ol>
           )}
@@ -167,15 +164,22 @@ export function ProgressStep({ cluster, infraEnv, reload }: StepProps) {
           ) : (
             <ul className="events">
               {warnings.map((e) => (
-                <li key={e.seq} className={`event event-${e.severity}`}>
-                  <time dateTime={e.event_time}>{new Date(e.event_time).toLocaleTimeString()}</time>
-                  <span className="event-msg">{e.message}</span>
-                </li>
+                <EventItem key={e.seq} event={e} />
               ))}
             </ul>
           )}
         </section>
       </div>
     </div>
+  );
+}
+
+/** One event line, in the live list and in the warnings alike. */
+function EventItem({ event: e }: { event: EventRecord }) {
+  return (
+    <li className={`event event-${e.severity}`}>
+      <time dateTime={e.event_time}>{new Date(e.event_time).toLocaleTimeString()}</time>
+      <span className="event-msg">{e.message}</span>
+    </li>
   );
 }
