@@ -36,16 +36,8 @@ export interface BaseImage {
   origin: 'catalogue' | 'BASE_ISO_PATH';
 }
 
-/** Stats of fetches, for tests and logs: where each image came from. */
-export interface FetchRecord {
-  name: string;
-  from: 'url' | 'object-store';
-  bytes: number;
-}
-
 export class BaseImages {
   private readonly inflight = new Map<string, Promise<string>>();
-  readonly fetches: FetchRecord[] = [];
 
   constructor(private readonly o: BaseImagesOptions) {}
 
@@ -88,7 +80,6 @@ export class BaseImages {
         const { sha256, bytes } = await copyHashing(await this.o.store.getStream(key), tmp);
         if (!src.sha256 || sha256 === src.sha256) {
           await rename(tmp, file);
-          this.fetches.push({ name, from: 'object-store', bytes });
           this.o.logger?.info({ image: name, bytes }, 'base image copied from object storage');
           return file;
         }
@@ -101,7 +92,6 @@ export class BaseImages {
       }
       await this.o.store.put(key, createReadStream(tmp), 'application/x-iso9660-image');
       await rename(tmp, file);
-      this.fetches.push({ name, from: 'url', bytes });
       this.o.logger?.info({ image: name, bytes, url: redactUrl(src.url) }, 'base image fetched and stored');
       return file;
     } catch (err) {
