@@ -125,8 +125,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const release = String(req.params.release);
     const arch = String(req.params.arch);
     if (!artifact || !ctx.releases[release]?.cpu_architectures.includes(arch)) return notFoundHandler(req, res, next);
-    const image = await ctx.baseImages.imageFor(release, arch);
-    const { fh, st } = await baseImageFile(image.path);
+    const { fh, st } = await baseImageFile(await ctx.baseImages.imageFor(release, arch));
     const entry = await (await IsoImage.open(fh)).find(artifact.path);
     if (!entry || entry.directory) {
       res.status(404).json(errorBody(404, `the base image of ${release} (${arch}) has no ${artifact.path}`));
@@ -147,7 +146,7 @@ export function imageRoutes(deps: ImageRoutesDeps): Router {
     const type = FILE.exec(String(req.params.file))?.[1];
     if (!type) return notFoundHandler(req, res, next);
     const token = await checkToken(req, infraEnvId);
-    const { fh, st } = await baseImageFile((await baseImageFor(token.ie)).path);
+    const { fh, st } = await baseImageFile(await baseImageFor(token.ie));
     const layoutKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
     const layout = await layoutOf(fh, st).catch((err: unknown) => {
       throw err instanceof EmbedAreaError ? new AppError('dependency_unavailable', `the base image is not a usable CoreOS live ISO: ${err.message}`) : err;

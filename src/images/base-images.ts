@@ -29,35 +29,28 @@ export interface BaseImagesOptions {
   fetchTimeoutMs?: number;
 }
 
-export interface BaseImage {
-  /** A local file holding the image. */
-  path: string;
-  /** Where it came from, for messages: "catalogue" or "BASE_ISO_PATH". */
-  origin: 'catalogue' | 'BASE_ISO_PATH';
-}
-
 export class BaseImages {
   private readonly inflight = new Map<string, Promise<string>>();
 
   constructor(private readonly o: BaseImagesOptions) {}
 
-  /** The image for a release and architecture, fetched first if this machine does not have it yet. */
-  async imageFor(release: string | undefined, arch: string | undefined): Promise<BaseImage> {
+  /** The local file of the image for a release and architecture, fetched first if this machine does not have it yet. */
+  async imageFor(release: string | undefined, arch: string | undefined): Promise<string> {
     const src = release && arch ? this.o.releases[release]?.base_images?.[arch] : undefined;
     if (!src) {
-      if (this.o.fallbackPath) return { path: this.o.fallbackPath, origin: 'BASE_ISO_PATH' };
+      if (this.o.fallbackPath) return this.o.fallbackPath;
       throw new AppError('not_found', `no base image is configured for release ${release ?? '(none)'} on ${arch ?? '(none)'}: name one under base_images in RELEASES_FILE, or set BASE_ISO_PATH`);
     }
     const name = cacheName(release!, arch!, src);
     const file = path.join(this.o.cacheDir, name);
-    if (existsSync(file)) return { path: file, origin: 'catalogue' };
+    if (existsSync(file)) return file;
     let p = this.inflight.get(name);
     if (!p) {
       // One fetch per image however many downloads ask for it at once.
       p = this.fetch(name, file, src).finally(() => this.inflight.delete(name));
       this.inflight.set(name, p);
     }
-    return { path: await p, origin: 'catalogue' };
+    return p;
   }
 
   /** Fetches every catalogued image in the background (at API start), so the first download need not wait. */
