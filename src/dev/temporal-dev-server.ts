@@ -53,8 +53,15 @@ export async function startTemporalDevServer(o: TemporalDevServerOptions): Promi
     ...(o.uiPort ? ['--ui-port', String(o.uiPort), '--ui-ip', '127.0.0.1'] : ['--headless']),
   ];
   const proc = spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The last lines it printed, so a server that exits at start says why (a port taken, a locked file).
+  const recent: string[] = [];
   const forward = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) o.onOutput?.(line);
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      recent.push(line);
+      if (recent.length > 5) recent.shift();
+      o.onOutput?.(line);
+    }
   };
   proc.stdout?.on('data', forward);
   proc.stderr?.on('data', forward);
@@ -66,6 +73,7 @@ export async function startTemporalDevServer(o: TemporalDevServerOptions): Promi
     return { address, uiUrl: o.uiPort ? `http://localhost:${o.uiPort}` : undefined, process: proc, stop };
   } catch (err) {
     await stop(2000);
+    if (err instanceof Error && recent.length) err.message += `; it printed: ${recent.join(' | ')}`;
     throw err;
   }
 }

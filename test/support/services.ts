@@ -16,16 +16,19 @@ export function tempDir(prefix: string): string {
 }
 
 export async function startTestTemporal(opts: { port?: number; dbFile?: string } = {}): Promise<TemporalDevServer & { port: number; dbFile: string }> {
-  const port = opts.port ?? (await freePort());
   const dbFile = opts.dbFile ?? path.join(tempDir('temporal'), 'temporal.sqlite');
-  const server = await startTemporalDevServer({
-    binary: temporalBinary(),
-    port,
-    dbFile,
-    namespace: 'default',
-    retentionHours: 72,
-  });
-  return { ...server, port, dbFile };
+  // A port from freePort is free when asked, not when the server binds it: the dev server of a
+  // test running in parallel picks random free ports for its own services and may take it first.
+  // With no port asked for, a server that exits before listening is tried again on another.
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.port ?? (await freePort());
+    try {
+      const server = await startTemporalDevServer({ binary: temporalBinary(), port, dbFile, namespace: 'default', retentionHours: 72 });
+      return { ...server, port, dbFile };
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3 || !/exited with code/.test((err as Error).message)) throw err;
+    }
+  }
 }
 
 export async function startTestPostgres(database = 'landfall_test'): Promise<EmbeddedPg> {
