@@ -19,6 +19,7 @@ import { generateClusterPki, adminKubeconfig, type ClusterPki } from '../src/ins
 import { roleIgnition, type InstallTopology } from '../src/install/role-ignition';
 import { hostnameFromInventory } from '../src/api/assisted/presenters';
 import { diskSpeedOk } from '../src/domain/lifecycle/disk-speed';
+import { installCmdRequest } from '../src/install/install-request';
 
 type Json = Record<string, unknown>;
 
@@ -48,6 +49,22 @@ async function moveHost(ctx: ServiceContext, trx: Knex.Transaction, h: HostRow, 
     await ctx.repos.events.add({ name: 'host_status_updated', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: h.cluster_id, props: { host_name: h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id, src_status: h.status, new_status: t.to, info: t.info } }, trx);
   }
   return row;
+}
+
+/** The disk chosen at refresh (installation_disk_path), else the first eligible one. */
+function bootDevice(h: HostRow, facts: ReturnType<typeof hostFacts>): string {
+  return ((h.doc as Json).installation_disk_path as string | undefined) || facts.inventory?.disks.find((x) => x.installation_eligibility.eligible)?.path || '/dev/sda';
+}
+
+/** The host's extra coreos-installer arguments, stored as assisted-service stores them: a JSON string. */
+function installerArgsOf(h: HostRow): string[] {
+  const v = (h.doc as Json).installer_args;
+  try {
+    const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : v;
+    return Array.isArray(parsed) ? parsed.map(String) : [];
+  } catch {
+    return [];
+  }
 }
 
 const pkiKey = (clusterId: string, attempt: number) => `clusters/${clusterId}/attempts/${attempt}/pki.json`;
@@ -89,7 +106,7 @@ export function createInstallActivities(ctx: ServiceContext) {
         await ctx.store.put(key, JSON.stringify(roleIgnition(role, pki, topology)), 'application/vnd.coreos.ignition+json');
         artifacts.push(key);
       }
-      await ctx.store.put(`clusters/${input.clusterId}/install-config.yaml`, toYaml(installConfigOf(cluster)), 'application/yaml');
+      await ctx.store.put(`clusters/${input.clusterId}/install-config.yaml`, toYaml(installConfigOf(cluster, hosts)), 'application/yaml');
       await ctx.store.put(`clusters/${input.clusterId}/metadata.json`, JSON.stringify({ clusterName: cluster.name, clusterID: cluster.id, infraID: `${cluster.name}-${cluster.id.slice(0, 5)}`, attempt: input.attempt }), 'application/json');
       const kubeconfig = adminKubeconfig(pki, cluster.name, `https://${topology.controlPlaneEndpoint}`);
       await ctx.store.put(`clusters/${input.clusterId}/credentials/kubeconfig`, kubeconfig, 'application/yaml');
@@ -148,10 +165,9 @@ export function createInstallActivities(ctx: ServiceContext) {
           const planned = input.hosts.find((h) => h.hostId === r.id);
           if (!planned) continue;
           const facts = hostFacts(r, ctx.now().getTime());
-          const disk = ((r.doc as Json).installation_disk_path as string | undefined) ?? facts.inventory?.disks.find((x) => x.installation_eligibility.eligible)?.path ?? '/dev/sda';
           const role = r.id === input.bootstrapHostId ? 'bootstrap' : planned.role;
           await moveHost(ctx, trx, r, { type: 'InstallDispatched' }, { role: planned.role });
-          const request = { cluster_id: input.clusterId, infra_env_id: r.infra_env_id, host_id: r.id, role, boot_device: disk, openshift_version: cluster.openshift_version, control_plane_count: input.controlPlaneCount, installer_args: [] };
+          const request = installCmdRequest({ clusterId: input.clusterId, infraEnvId: r.infra_env_id, hostId: r.id, role, bootDevice: bootDevice(r, facts), openshiftVersion: cluster.openshift_version, controlPlaneCount: input.controlPlaneCount, images: ctx.installImages, installerArgs: installerArgsOf(r) });
           await ctx.repos.steps.enqueue({ infraEnvId: r.infra_env_id, hostId: r.id }, { step_id: `install-a${input.attempt}`, step_type: 'install', args: [JSON.stringify(request)] }, trx);
           dispatched++;
         }
@@ -213,8 +229,8 @@ export function createInstallActivities(ctx: ServiceContext) {
         if (!h) throw ApplicationFailure.nonRetryable(`host ${input.hostId} is not in the cluster`, 'not_found');
         const moved = await moveHost(ctx, trx, h, { type: 'RetryRequested' }, { doc: { ...(h.doc as Json), progress: {} } });
         if (moved.status !== 'installing' && h.status !== 'installing') return;
-        const disk = ((h.doc as Json).installation_disk_path as string | undefined) ?? hostFacts(h, Date.now()).inventory?.disks.find((x) => x.installation_eligibility.eligible)?.path ?? '/dev/sda';
-        const request = { cluster_id: input.clusterId, infra_env_id: h.infra_env_id, host_id: h.id, role: h.id === input.bootstrapHostId ? 'bootstrap' : h.role, boot_device: disk, openshift_version: c.openshift_version, control_plane_count: input.controlPlaneCount, installer_args: [] };
+        const role = h.id === input.bootstrapHostId ? 'bootstrap' : h.role === 'worker' ? 'worker' : 'master';
+        const request = installCmdRequest({ clusterId: input.clusterId, infraEnvId: h.infra_env_id, hostId: h.id, role, bootDevice: bootDevice(h, hostFacts(h, Date.now())), openshiftVersion: c.openshift_version, controlPlaneCount: input.controlPlaneCount, images: ctx.installImages, installerArgs: installerArgsOf(h) });
         await ctx.repos.steps.enqueue({ infraEnvId: h.infra_env_id, hostId: h.id }, { step_id: `install-a${input.attempt}-r${input.retry}`, step_type: 'install', args: [JSON.stringify(request)] }, trx);
         await ctx.repos.events.add({ name: 'host_install_retried', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, props: { host_name: h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id, retry: input.retry } }, trx);
       });

@@ -80,6 +80,9 @@ export const ENV_SCHEMA = z.object({
   INSTALL_STAGE_SOFT_TIMEOUT_MS: positiveMs.default(30 * 60_000),
   INSTALL_STAGE_HARD_TIMEOUT_MS: positiveMs.default(90 * 60_000),
   INSTALL_FINALIZING_TIMEOUT_MS: positiveMs.default(5 * 3600_000),
+  // What the install step names for the host to run (assisted-service's InstallCmdRequest requires both).
+  INSTALLER_IMAGE: z.string().min(1).default('quay.io/edge-infrastructure/assisted-installer:latest'),
+  CONTROLLER_IMAGE: z.string().min(1).default('quay.io/edge-infrastructure/assisted-installer-controller:latest'),
   HOST_LOGS_PENDING_TIMEOUT_MS: positiveMs.default(2 * 60_000),
   HOST_LOGS_COLLECTION_TIMEOUT_MS: positiveMs.default(10 * 60_000),
   LOGS_UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(100 * 1024 * 1024),
@@ -125,6 +128,8 @@ export interface Config {
   demoFleetHosts: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
+  /** Images the install step names: the installer a host runs, and the controller it starts in the new cluster. */
+  installImages: { installer: string; controller: string };
   /** Log uploads and collection (logs-service.ts). */
   logs: { uploadMaxBytes: number; pendingTimeoutMs: number; collectionTimeoutMs: number };
   readinessTimeoutMs: number;
@@ -200,6 +205,7 @@ export function parseConfig(
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
     install: { preparingMs: e.INSTALL_PREPARING_TIMEOUT_MS, stageSoftMs: e.INSTALL_STAGE_SOFT_TIMEOUT_MS, stageHardMs: e.INSTALL_STAGE_HARD_TIMEOUT_MS, finalizingMs: e.INSTALL_FINALIZING_TIMEOUT_MS },
+    installImages: { installer: e.INSTALLER_IMAGE, controller: e.CONTROLLER_IMAGE },
     logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
@@ -253,6 +259,8 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     INSTALL_STAGE_SOFT_TIMEOUT_MS: String(c.install.stageSoftMs),
     INSTALL_STAGE_HARD_TIMEOUT_MS: String(c.install.stageHardMs),
     INSTALL_FINALIZING_TIMEOUT_MS: String(c.install.finalizingMs),
+    INSTALLER_IMAGE: c.installImages.installer,
+    CONTROLLER_IMAGE: c.installImages.controller,
     HOST_LOGS_PENDING_TIMEOUT_MS: String(c.logs.pendingTimeoutMs),
     HOST_LOGS_COLLECTION_TIMEOUT_MS: String(c.logs.collectionTimeoutMs),
     LOGS_UPLOAD_MAX_BYTES: String(c.logs.uploadMaxBytes),

@@ -323,7 +323,7 @@ export class LinuxExecutor implements Executor {
     await report('Installing', String(args.role ?? ''));
     await report('Writing image to disk');
     await new Promise<void>((resolve, reject) => {
-      this.installer = spawn('coreos-installer', ['install', disk, '--ignition-file', ign, ...((args.installer_args as string[] | undefined) ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+      this.installer = spawn('coreos-installer', ['install', disk, '--ignition-file', ign, ...installerArgs(args.installer_args)], { stdio: ['ignore', 'pipe', 'pipe'] });
       let last = '';
       this.installer.stderr?.on('data', (d: Buffer) => (last = d.toString().slice(-500)));
       this.installer.once('error', (e) => reject(new Error(`coreos-installer could not start: ${e.message}`)));
@@ -366,4 +366,13 @@ export async function gatherLinuxLogs(args: Record<string, unknown>, context?: L
   entries.push({ name: 'agent.log', body: Buffer.from(`${(context?.agentLog ?? []).join('\n')}\n`), mtime: now });
   entries.unshift({ name: 'gather-summary.txt', body: Buffer.from(`${summary.join('\n')}\n`), mtime: now });
   return gzipSync(tar(entries));
+}
+
+/** installer_args as a JSON string of an array (assisted-service's InstallCmdRequest), or an array (older Landfall services). */
+export function installerArgs(v: unknown): string[] {
+  if (Array.isArray(v)) return v.map(String);
+  if (typeof v !== 'string' || v.trim() === '') return [];
+  const parsed: unknown = JSON.parse(v);
+  if (!Array.isArray(parsed)) throw new Error('installer_args must be a JSON array of strings');
+  return parsed.map(String);
 }

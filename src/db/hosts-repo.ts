@@ -42,7 +42,7 @@ export function createHostsRepo(db: Knex) {
      * query when it is empty. Only the status leaves the database, never the
      * row (its inventory is ~10 KB). Undefined when the host does not exist.
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean } | undefined> {
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null } | undefined> {
       const values: Record<string, unknown> = { checked_in_at: new Date() };
       if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
       if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
@@ -50,8 +50,8 @@ export function createHostsRepo(db: Knex) {
         `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ?))) as steps_due`,
         [resendBefore],
       );
-      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; steps_due: boolean }>;
-      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due } : undefined;
+      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; steps_due: boolean }>;
+      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version } : undefined;
     },
     async moveClusterHosts(clusterId: string, status: { status: string; status_info: string }, q: Q = db): Promise<number> {
       return t(q).where({ cluster_id: clusterId }).update({ ...status, status_updated_at: new Date(), updated_at: new Date() });

@@ -10,7 +10,7 @@ export interface StepPlan {
 
 const SLOW = 120;
 /** What a discovered host keeps checking until install; each step is sent only when its arguments exist. */
-const DISCOVERY_CHECKS = ['inventory', 'connectivity-check', 'free-network-addresses', 'ntp-synchronizer', 'domain-resolution'] as const;
+const DISCOVERY_CHECKS = ['inventory', 'connectivity-check', 'free-network-addresses', 'ntp-synchronizer', 'domain-resolution', 'container-image-availability'] as const;
 const NORMAL = 60;
 
 export const STEPS_BY_HOST_STATUS: Record<string, StepPlan> = {
@@ -34,4 +34,14 @@ export const UNKNOWN_STATUS_PLAN: StepPlan = { nextInstructionSeconds: NORMAL, s
 /** Step ids follow AS: `<type>-<8 hex>`. */
 export function stepId(type: string, random: () => string): string {
   return `${type}-${random().slice(0, 8)}`;
+}
+
+/**
+ * Steps an agent is not asked to run because its install does not need them.
+ * Landfall's own agent installs with coreos-installer and never runs the
+ * installer and controller images, so pulling them would prove nothing; the
+ * upstream agent runs both, so it is asked, as assisted-service asks it.
+ */
+export function skippedFor(agentVersion: string | null | undefined): readonly string[] {
+  return agentVersion?.startsWith('landfall-agent/') ? ['container-image-availability'] : [];
 }

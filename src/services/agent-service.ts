@@ -6,10 +6,11 @@
  * access depends on it (user tokens, cluster-scoped agent tokens), and never
  * loads the host row or the cluster.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { InventoryShapeError, normalizeInventory } from '../domain/inventory';
 import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
-import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, stepId } from '../domain/host-steps';
+import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, skippedFor, stepId } from '../domain/host-steps';
 import { checkStageTransition, stageRole } from '../domain/install-stages';
 import { hostnameFromInventory } from '../api/assisted/presenters';
 import type { HostRow } from '../db/rows';
@@ -50,6 +51,8 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
           cluster_id: infraEnv.cluster_id,
           status: 'discovering',
           status_info: 'Waiting for host to send hardware details',
+          // A single-node cluster's one host can only be its control plane: assisted-service makes it master at once.
+          ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 ? { role: 'master' } : {}),
           discovery_agent_version: body.discovery_agent_version ?? null,
           // Registering is contact: the host is connected from this moment.
           checked_in_at: ctx.now(),
@@ -101,7 +104,9 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   let row: Promise<HostRow | undefined> | undefined;
   const polling = { id: hostId, cluster_id: host.clusterId, row: () => (row ??= ctx.repos.hosts.get(key)) };
   const now = ctx.now().getTime();
+  const skipped = skippedFor(agentVersion ?? host.agentVersion);
   for (const type of plan.steps) {
+    if (skipped.includes(type)) continue;
     const args = await stepArgs(ctx, type, polling);
     if (args && dueNow(hostId, type, args, now)) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
   }
@@ -128,15 +133,17 @@ const REPLY_FIELD: Record<string, string | ((o: unknown) => Record<string, strin
 export interface StepReply {
   step_type: string;
   step_id: string;
-  exit_code: number;
+  /** Absent means success: the upstream Go agent leaves out a zero exit code. */
+  exit_code?: number;
   output?: string;
   error?: string;
 }
 
-export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, reply: StepReply, requestId?: string): Promise<void> {
+export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, body: StepReply, requestId?: string): Promise<void> {
   await loadInfraEnv(ctx, p, infraEnvId);
+  const reply = { ...body, exit_code: body.exit_code ?? 0 };
   const key = { infraEnvId, hostId };
-  const output = reply.output ?? '';
+  let output = reply.output ?? '';
   let parsed: unknown;
   const needsJson = reply.exit_code === 0 && output !== '' && (reply.step_type === 'inventory' || REPLY_FIELD[reply.step_type] !== undefined);
   if (needsJson) {
@@ -146,6 +153,17 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       throw badRequest(`output of ${reply.step_type} step ${reply.step_id} is not valid JSON`, { field: 'output' });
     }
     if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
+  }
+  // The inventory is stored as the service reads it: nulls and absent sections filled, loopback dropped.
+  let inventoryDigest: string | undefined;
+  if (needsJson && reply.step_type === 'inventory') {
+    inventoryDigest = createHash('sha256').update(output).digest('base64url');
+    try {
+      output = JSON.stringify(normalizeInventory(parsed));
+    } catch (err) {
+      if (err instanceof InventoryShapeError) throw badRequest(`output of inventory step ${reply.step_id}: ${err.message}`, { field: `output.${err.field}` });
+      throw err;
+    }
   }
   const change = await ctx.db.transaction(async (trx) => {
     const peek = await ctx.repos.hosts.get(key, trx);
@@ -165,9 +183,10 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     }
     if (!needsJson) return undefined;
     if (reply.step_type === 'inventory') {
-      // The same result as stored is no new fact: nothing to write, nothing to re-validate.
-      if (host.inventory === output) return undefined;
-      await ctx.repos.hosts.update(key, { inventory: output }, trx);
+      // The same report as last time is no new fact: nothing to write, nothing to re-validate.
+      // (The stored text differs from the report: the service decides disk eligibility in it.)
+      if ((host.doc as Record<string, unknown>).inventory_digest === inventoryDigest && host.inventory) return undefined;
+      await ctx.repos.hosts.update(key, { inventory: output, doc: { ...host.doc, inventory_digest: inventoryDigest } }, trx);
     } else {
       const target = REPLY_FIELD[reply.step_type]!;
       const fields = typeof target === 'string' ? { [target]: output } : target(parsed);

@@ -32,6 +32,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
     baseImages: new BaseImages({ releases, store: ports.store, cacheDir: cfg.images.cacheDir, fallbackPath: cfg.images.baseIsoPath }),
     lifecycle: loadLifecycleSettings(cfg),
     installTimeouts: cfg.install,
+    installImages: cfg.installImages,
     logs: cfg.logs,
     now: () => new Date(),
   };

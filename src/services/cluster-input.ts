@@ -70,7 +70,8 @@ export function normalizeClusterInput(input: Json, existingDoc: Json, releases: 
   }
   if (has('base_dns_domain')) check('base_dns_domain', baseDomainProblem(body.base_dns_domain as string));
   if (has('ssh_public_key') && body.ssh_public_key !== '') check('ssh_public_key', sshKeyProblem(body.ssh_public_key as string));
-  for (const k of PASSTHROUGH) if (body[k] !== undefined) out.doc[k] = body[k];
+  // null means "not given", as for assisted-service: storing it would put a null the response schema refuses on every later GET.
+  for (const k of PASSTHROUGH) if (has(k)) out.doc[k] = body[k];
 
   // Topology: high_availability_mode None means a single node; control_plane_count wins when both are given.
   if (has('high_availability_mode') || has('control_plane_count') || creating) {
@@ -83,6 +84,8 @@ export function normalizeClusterInput(input: Json, existingDoc: Json, releases: 
     out.doc.high_availability_mode = ha;
     out.doc.control_plane_count = cp;
   }
+  // A single node has no VIPs to manage: assisted-service makes it user-managed networking unless told otherwise.
+  if (creating) out.doc.user_managed_networking ??= out.doc.control_plane_count === 1;
 
   const nets = (key: string, withPrefix: boolean) => {
     if (!has(key)) return;

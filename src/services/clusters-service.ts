@@ -7,6 +7,7 @@ import type { ServiceContext } from './context';
 import { loadCluster, ownerFilter } from './access';
 import { normalizeClusterInput } from './cluster-input';
 import { refreshCluster } from './refresh-service';
+import { withBuiltinOperators } from '../domain/lifecycle/components';
 import { signalCancelled, signalReset, startInstallWorkflow } from './install-signals';
 import { AppError } from '../errors';
 
@@ -31,7 +32,7 @@ export async function createCluster(ctx: ServiceContext, p: Principal, body: Rec
         pull_secret: f.pull_secret ?? null,
         status: 'insufficient',
         status_info: NOT_READY_INFO,
-        doc: { ...f.doc, progress: { total_percentage: 0 }, validations_info: '{}', monitored_operators: [] },
+        doc: { ...f.doc, progress: { total_percentage: 0 }, validations_info: '{}', monitored_operators: withBuiltinOperators(id, []) },
       },
       trx,
     );

@@ -43,6 +43,8 @@ export interface ServiceContext {
   baseImages: BaseImages;
   lifecycle: LifecycleSettings;
   installTimeouts: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
+  /** Images named in install steps; assisted-service's defaults when unset (install-request.ts). */
+  installImages?: { installer: string; controller: string };
   /** Log upload limit and collection timeouts; defaults when unset (logs-service.ts). */
   logs?: import('./logs-service').LogsSettings;
   metrics?: import('../metrics').MetricsPort;

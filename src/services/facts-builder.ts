@@ -32,6 +32,7 @@ export function hostFacts(h: HostRow, nowMs: number): HostFacts {
     inventory,
     connectivity: parseCached<ConnectivityReport>(d.connectivity as string | undefined),
     ntpSources: parseJson(d.ntp_sources as string | undefined),
+    imagesStatus: parseCached<{ images?: Array<{ name: string; result: string }> }>(d.images_status as string | undefined)?.images ?? undefined,
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,
     sinceCheckInMs: checkedIn === undefined ? undefined : Math.max(0, nowMs - checkedIn),

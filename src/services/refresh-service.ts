@@ -13,7 +13,8 @@ import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
 import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { ipInCidr } from '../domain/input-rules';
-import type { ClusterFacts, HostFacts } from '../domain/lifecycle/facts';
+import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
+import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, hostFacts } from './facts-builder';
 import type { ServiceContext } from './context';
@@ -62,18 +63,51 @@ function validationChanges(before: Map<string, string>, after: ValidationResult[
   return { failed, fixed };
 }
 
+/**
+ * The service's disk decisions for one host (assisted-service decides both
+ * on the service side): eligibility of every disk against the role's minimum,
+ * and the install disk, kept while still eligible. Updates the facts in place
+ * so validations see them, and returns what to store when anything changed.
+ */
+function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings): { inventory?: string; doc?: Json } | undefined {
+  if (!facts.inventory) return undefined;
+  const req = settings.requirements;
+  const minGb = cluster ? req[effectiveRole(facts, cluster)].diskGb : Math.min(req.master.diskGb, req.worker.diskGb);
+  const before = facts.inventory;
+  const inventory = withDiskEligibility(before, minGb);
+  const doc = row.doc as Json;
+  const disk = chooseInstallationDisk(inventory, doc.installation_disk_id as string | undefined);
+  const diskPatch: Json = {};
+  if ((disk?.id ?? undefined) !== doc.installation_disk_id) diskPatch.installation_disk_id = disk?.id;
+  const path = disk ? disk.by_id || disk.path : undefined;
+  if (path !== doc.installation_disk_path) diskPatch.installation_disk_path = path;
+  facts.inventory = inventory;
+  facts.installationDiskId = disk?.id;
+  const out: { inventory?: string; doc?: Json } = {};
+  // withDiskEligibility returns its input when no disk's decision changed.
+  if (inventory !== before) out.inventory = JSON.stringify(inventory);
+  if (Object.keys(diskPatch).length) out.doc = diskPatch;
+  return out.inventory !== undefined || out.doc ? out : undefined;
+}
+
 async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string): Promise<HostRow> {
+  const disks = decideDisks(row, facts, cluster, settings);
   const results = HOST_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { cluster, settings }) }));
   const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
   const details = remediation(results);
   const transition = PRE_INSTALL_HOST.includes(row.status) ? nextHostStatus(row.status, { type: 'Refresh', summary: hostSummary(results) }) : undefined;
   const doc = row.doc as Json;
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
-  if (!statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
+  if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
   const hostName = facts.hostname ?? row.id;
   const updated = await ctx.repos.hosts.update(
     { infraEnvId: row.infra_env_id, hostId: row.id },
-    { ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}), suggested_role: facts.suggestedRole, doc: { ...doc, validations_info: info, validation_remediation: details } },
+    {
+      ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}),
+      ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
+      suggested_role: facts.suggestedRole,
+      doc: { ...doc, ...disks?.doc, validations_info: info, validation_remediation: details },
+    },
     trx,
   );
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };

@@ -9,6 +9,7 @@ import { parseJson } from '../domain/lifecycle/facts';
 import { networkOf } from '../domain/lifecycle/network';
 import type { Inventory } from '../../agent/types';
 import type { ServiceContext } from './context';
+import { DEFAULT_INSTALL_IMAGES } from '../install/install-request';
 
 interface ClusterView {
   at: number;
@@ -29,7 +30,8 @@ async function clusterView(ctx: ServiceContext, clusterId: string): Promise<Clus
   if (hit && ctx.now().getTime() - hit.at < TTL_MS) return hit;
   const cluster = await ctx.repos.clusters.get(clusterId);
   if (!cluster) return undefined;
-  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
+  // Ordered: the peer list is the step's argument, and a list that reorders with every row update looks changed and goes out again.
+  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').orderBy('id').select('id', 'inventory');
   const d = cluster.doc as Record<string, unknown>;
   const view: ClusterView = {
     at: ctx.now().getTime(),
@@ -39,7 +41,7 @@ async function clusterView(ctx: ServiceContext, clusterId: string): Promise<Clus
     machineNetworks: ((d.machine_networks as Array<{ cidr: string }> | undefined) ?? []).map((n) => n.cidr),
     peers: hosts.map((h) => ({
       host_id: h.id,
-      nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
+      nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
     })),
   };
   cache.set(clusterId, view);
@@ -62,7 +64,7 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
   if (type === 'installation-disk-speed-check') {
     const row = await host.row();
     const inventory = parseJson<Inventory>(row?.inventory);
-    const disk = ((row?.doc as Record<string, unknown> | undefined)?.installation_disk_path as string | undefined) ?? inventory?.disks.find((d) => d.installation_eligibility.eligible)?.path;
+    const disk = ((row?.doc as Record<string, unknown> | undefined)?.installation_disk_path as string | undefined) ?? inventory?.disks?.find((d) => d.installation_eligibility?.eligible)?.path;
     return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
   }
   const view = host.cluster_id ? await clusterView(ctx, host.cluster_id) : undefined;
@@ -78,14 +80,20 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
         const start = Math.floor(ctx.now().getTime() / 60000) % peers.length;
         peers = [...peers.slice(start), ...peers.slice(0, start)].slice(0, MAX_PEERS);
       }
-      return [JSON.stringify(peers)];
+      // Bare addresses: the upstream agent validates ip_addresses as IPs and refuses the inventory's CIDR form.
+      return [JSON.stringify(peers.map((p) => ({ host_id: p.host_id, nics: p.nics.map((n) => ({ ...n, ip_addresses: n.ip_addresses.map((a) => a.split('/')[0]!) })) })))];
     }
     case 'free-network-addresses': {
-      const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses);
+      const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses ?? []);
       const nets = view?.machineNetworks.length ? view.machineNetworks : [...new Set(own.map(networkOf))];
       // Only small networks are swept (a /24 at most), so a host never probes thousands of addresses.
       const small = nets.filter((n) => Number(n.split('/')[1]) >= 24 && n.includes('.'));
       return small.length ? [JSON.stringify(small)] : undefined;
+    }
+    case 'container-image-availability': {
+      // The images the install step names (InstallCmdRequest); timeout in seconds, as assisted-service sends it.
+      const images = ctx.installImages ?? DEFAULT_INSTALL_IMAGES;
+      return [JSON.stringify({ images: [images.installer, images.controller], timeout: 960 })];
     }
     case 'domain-resolution': {
       if (!view?.baseDomain) return undefined;
@@ -109,6 +117,7 @@ export const STEP_REPEAT_MS: Record<string, number> = {
   'free-network-addresses': 5 * 60_000,
   'ntp-synchronizer': 2 * 60_000,
   'domain-resolution': 5 * 60_000,
+  'container-image-availability': 5 * 60_000,
 };
 
 const lastSent = new Map<string, { args: string; at: number }>();

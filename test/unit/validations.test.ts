@@ -28,6 +28,7 @@ function host(id: string, o: Partial<HostFacts> & { cpu?: number; ramGiB?: numbe
     },
     connectivity: undefined,
     ntpSources: [{ source_name: 'a', source_state: 'synced' }],
+    imagesStatus: undefined,
     diskSyncMs: undefined,
     installationDiskId: undefined,
     sinceCheckInMs: 1000,

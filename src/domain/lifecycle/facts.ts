@@ -33,6 +33,8 @@ export interface HostFacts {
   inventory: Inventory | undefined;
   connectivity: ConnectivityReport | undefined;
   ntpSources: Array<{ source_name: string; source_state: string }> | undefined;
+  /** From container-image-availability: each image the install runs, and whether the host could pull it. */
+  imagesStatus: Array<{ name: string; result: string }> | undefined;
   /** From the disk-speed step: the install disk's fdatasync p99 in ms. */
   diskSyncMs: number | undefined;
   installationDiskId: string | undefined;

@@ -231,6 +231,18 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     },
   },
   {
+    id: 'container-images-available',
+    category: 'network',
+    description: 'The host could pull the images its install runs (asked of agents whose install runs them).',
+    check: (h) => {
+      // As in assisted-service, no attempt yet is no failure: Landfall's own agent is never asked (host-steps.ts).
+      const failed = (h.imagesStatus ?? []).filter((i) => i.result === 'failure');
+      if (!failed.length) return ok('All required container images were either pulled successfully or no attempt was made to pull them');
+      const names = failed.map((i) => i.name).join(', ');
+      return fail(`Failed to fetch container images needed for installation from ${names}`, { cause: 'container-image-pull-failed', hint: `let ${name(h)} reach the registry of ${names} (proxy, DNS, firewall or pull secret), or set INSTALLER_IMAGE/CONTROLLER_IMAGE to a mirror it can reach` });
+    },
+  },
+  {
     id: 'has-default-route',
     category: 'network',
     description: 'The host has a default route with a gateway.',

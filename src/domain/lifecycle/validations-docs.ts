@@ -9,7 +9,6 @@ export const LEFT_OUT: ReadonlyArray<[string, string]> = [
   ['inventory-not-fully-truncated / inventory-not-partially-truncated', 'The Landfall agent never truncates its inventory.'],
   ['compatible-with-cluster-platform, valid-platform-network-settings, vsphere-disk-uuid-enabled', 'Tied to OpenShift platform providers (vSphere, Nutanix, OpenStack); Landfall installs bare metal.'],
   ['disk-encryption-requirements-satisfied', 'Tang/TPM disk encryption is not part of the day-1 scope yet.'],
-  ['container-images-available', 'OpenShift release images; kubeadm images are pulled during install and checked there.'],
   ['api-domain-name-resolved-correctly, api-int-domain-name-resolved-correctly, apps-domain-name-resolved-correctly', 'Only apply to user-managed networking (multi-node) and day 2; the domain-resolution step already reports the answers on the host.'],
   ['dns-wildcard-not-configured, release-domain-name-resolved-correctly', 'The wildcard probe is sent (domain-resolution) but not yet judged; the release check is off in AS too.'],
   ['mtu-valid', 'Needs MTU probes with do-not-fragment pings, which the agent does not send yet.'],
