@@ -3,7 +3,10 @@
 # (ping, arping inside network namespaces), promtool (checks /metrics) and xorriso, which builds the small
 # synthetic live ISO of the discovery-image tests, tmux (the CLI's progress
 # bars are captured from a real terminal) and chromium (the web UI's browser
-# tests drive Debian's headless Chromium through playwright-core). Installed only when missing
+# tests drive Debian's headless Chromium through playwright-core). The upstream-agent test
+# (test/peers) gives the real agent what a discovery host has: chrony (its NTP step asks
+# chronyc; a chronyd in the test network serves time), dnsmasq (DNS answers for its
+# domain-resolution step), nmap (free addresses) and fio (disk speed). Installed only when missing
 # and when we are root; otherwise the tests that need them skip with a reason.
 set -euo pipefail
 missing=()
@@ -14,6 +17,10 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v xorriso >/dev/null 2>&1 || missing+=(xorriso)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chronyd >/dev/null 2>&1 || missing+=(chrony)
+command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq-base)
+command -v nmap >/dev/null 2>&1 || missing+=(nmap)
+command -v fio >/dev/null 2>&1 || missing+=(fio)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); the tests that need them will skip" >&2

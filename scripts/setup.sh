@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
-#   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client)
+#   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client,
+#            the upstream assisted-installer agent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .state .tools
@@ -23,6 +24,7 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-ignition-validate.sh
   bash scripts/install-coreos-installer.sh
   bash scripts/install-compat-venv.sh
+  bash scripts/install-assisted-agent.sh
 fi
 
 echo "setup: compiling TypeScript" >&2

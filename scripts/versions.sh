@@ -10,3 +10,10 @@ MINIO_GO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 IGNITION_VERSION=v2.24.0
 # coreos-installer (tests only: reads back the Ignition and kargs embedded in discovery ISOs), crates.io.
 COREOS_INSTALLER_VERSION=0.27.0
+# The upstream assisted-installer agent (tests only: a real peer that drives the agent API),
+# master of 2026-04-16 (commit a272a11d4f78). Its tags (v2.x, v1.0.27.x) are not Go module
+# versions, so the pseudo-version counts from v1.0.9, the last valid one.
+ASSISTED_AGENT_VERSION=v1.0.10-0.20260416183132-a272a11d4f78
+# Landfall's discovery OS (scripts/build-discovery-os.sh, from Debian bookworm packages): bump when
+# its package set or layout changes. Its cache key also covers the script, discovery-os/ and the agent bundle.
+DISCOVERY_OS_VERSION=1
