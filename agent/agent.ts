@@ -195,6 +195,11 @@ export class HostAgent {
         const r = await this.client.request('GET', `/clusters/${clusterId}?exclude-hosts=true`, undefined, signal);
         return r.status === 200 ? r.json<{ status: string }>().status : undefined;
       },
+      monitoredOperators: async (clusterId: string) => {
+        const r = await this.client.request('GET', `/clusters/${clusterId}/monitored-operators`, undefined, signal);
+        if (r.status !== 200) throw new Error(`monitored-operators answered HTTP ${r.status}`);
+        return r.json<Array<{ name: string }>>().map((o) => o.name);
+      },
       reportComponent: async (clusterId: string, name: string, status: string) => {
         await this.client.request('PUT', `/clusters/${clusterId}/monitored-operators`, { name, version: '', status, status_info: '' }, signal);
       },

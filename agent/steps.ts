@@ -22,6 +22,7 @@ export interface StepContext {
   warn?(msg: string, data?: Record<string, unknown>): void;
   clusterStatus?(clusterId: string): Promise<string | undefined>;
   reportComponent?(clusterId: string, name: string, status: string): Promise<void>;
+  monitoredOperators?(clusterId: string): Promise<string[]>;
 }
 
 /** Timeouts per step type (AS: disk speed 8 min, image availability 16 min). */
@@ -85,6 +86,7 @@ const HANDLERS: Record<string, Handler> = {
           report: (stage, info) => ctx.reportProgress(stage, info),
           clusterStatus: async () => ctx.clusterStatus?.(clusterId),
           reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
+          monitoredOperators: async () => (await ctx.monitoredOperators?.(clusterId)) ?? [],
           // Logs are best effort: an install never fails because its logs could not be uploaded.
           uploadHostLogs: () => gatherAndUploadLogs(ctx, { ...logsArgs, reason: 'before-reboot' }, sig, true).catch((e: Error) => ctx.warn?.('logs upload before reboot failed', { error: e.message })),
           uploadControllerLogs: async (tgz) => ctx.uploadControllerLogs?.(clusterId, tgz).catch((e: Error) => ctx.warn?.('controller logs upload failed', { error: e.message })),

@@ -90,6 +90,8 @@ export interface InstallIo {
   report(stage: string, info?: string): Promise<void>;
   clusterStatus(): Promise<string | undefined>;
   reportComponent(name: string, status: 'available' | 'progressing' | 'failed'): Promise<void>;
+  /** What the service asks the controller to report (GET monitored-operators), by name. */
+  monitoredOperators(): Promise<string[]>;
   /** Gathers and uploads this host's logs (logs `requested`, then `collecting`); called right before the host reboots. */
   uploadHostLogs?(): Promise<void>;
   /** Uploads the (simulated) in-cluster controller's logs as logs_type=controller. */

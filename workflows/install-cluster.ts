@@ -78,8 +78,11 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
     h.status = r.status;
   };
   setHandler(hostInstallReported, apply);
+  // The controller's complete-installation with is_success false arrives as available: false with its error.
+  let completionFailure: string | undefined;
   setHandler(clusterComponentsReported, (r) => {
     componentsAvailable = r.available;
+    if (!r.available && r.detail) completionFailure = r.detail;
   });
   setHandler(installCancelled, () => {
     cancelled = true;
@@ -194,8 +197,13 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
   await acts.startFinalizing({ clusterId: input.clusterId });
   setPhase('finalizing');
   waitingFor = 'the cluster to report its core components available (monitored-operators)';
-  const done = await condition(() => stopped() || componentsAvailable, timeouts.finalizingMs);
+  const done = await condition(() => stopped() || componentsAvailable || completionFailure !== undefined, timeouts.finalizingMs);
   if (stopped()) return finish(cancelled ? 'cancelled' : 'reset');
+  if (completionFailure !== undefined && !componentsAvailable) {
+    state.error = `the cluster's controller reported the installation failed: ${completionFailure}`;
+    await acts.markClusterFailed({ clusterId: input.clusterId, reason: state.error });
+    throw ApplicationFailure.nonRetryable(state.error, 'completion_failed');
+  }
   if (!done) {
     state.error = `finalizing did not complete within ${Math.round(timeouts.finalizingMs / 60_000)} minutes`;
     await acts.markClusterFailed({ clusterId: input.clusterId, reason: state.error });

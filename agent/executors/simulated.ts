@@ -27,7 +27,8 @@ export interface HostProfile {
   /** Names that resolve (to this list of IPs); names not listed do not resolve. */
   dns?: Record<string, string[]>;
   link?: { isolated?: boolean; loss_percent?: number; rtt_ms?: number };
-  install?: { stage_seconds?: number; fail_at_stage?: string; fail_once?: boolean; reboot_into_discovery?: boolean };
+  /** no_controller: the host does not play the in-cluster controller (a test plays it over the API). */
+  install?: { stage_seconds?: number; fail_at_stage?: string; fail_once?: boolean; reboot_into_discovery?: boolean; no_controller?: boolean };
   /** never_upload: the host gathers nothing and uploads nothing (a host whose logs never arrive). */
   logs?: { never_upload?: boolean };
 }
@@ -245,17 +246,18 @@ export class SimulatedExecutor implements Executor {
       }
       await sleep(seconds * 1000, stop);
     }
-    // Simulated hosts play the in-cluster controller of their simulated cluster: once the
-    // service says finalizing, they report the core components available (any installed
-    // host may be the one that does it: reports are idempotent).
-    {
+    // Simulated hosts play the in-cluster controller of their simulated cluster as the real one
+    // works: once the service says finalizing, they report available every operator the service
+    // lists as monitored (any installed host may be the one that does it: reports are idempotent).
+    if (!this.profile.install?.no_controller) {
       const deadline = Date.now() + 300_000;
       while (!stop.aborted && Date.now() < deadline) {
         const status = await io.clusterStatus().catch(() => undefined);
         if (status === 'finalizing' || status === 'installed') {
           if (status === 'finalizing') {
-            for (const c of ['kube-apiserver', 'etcd', 'cni']) await io.reportComponent(c, 'available');
-            this.note('controller: reported kube-apiserver, etcd and cni available');
+            const operators = await io.monitoredOperators();
+            for (const c of operators) await io.reportComponent(c, 'available');
+            this.note(`controller: reported ${operators.join(', ') || 'no operators'} available`);
           }
           // The bootstrap host plays the controller's log upload: once, not once per host. It is often the
           // last host to finish its stages, so another host may already have completed finalizing.

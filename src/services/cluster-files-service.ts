@@ -10,14 +10,22 @@ import type { ManifestRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
-import { componentsAvailable } from '../domain/lifecycle/components';
+import { componentsAvailable, withBuiltinOperators } from '../domain/lifecycle/components';
 import { signalComponents } from './install-signals';
 
 type Json = Record<string, unknown>;
 
-/** The install-config Landfall derives from the cluster; the pull secret is never part of what is returned. */
-export function installConfigOf(cluster: { name: string; doc: Json }): Json {
+/** The role a host is installed with: its own, or the suggestion while auto-assign (AS's effective role). */
+const effectiveRole = (h: { role: string; suggested_role: string | null }): string => (h.role === 'auto-assign' && h.suggested_role ? h.suggested_role : h.role);
+
+/**
+ * The install-config Landfall derives from the cluster and its hosts (replicas
+ * count the hosts by their effective role, as AS does); the pull secret is
+ * never part of what is returned.
+ */
+export function installConfigOf(cluster: { name: string; doc: Json }, hosts: ReadonlyArray<{ role: string; suggested_role: string | null }>): Json {
   const d = cluster.doc;
+  const replicas = (role: string) => hosts.filter((h) => effectiveRole(h) === role).length;
   const base: Json = {
     apiVersion: 'v1',
     baseDomain: d.base_dns_domain ?? '',
@@ -28,8 +36,8 @@ export function installConfigOf(cluster: { name: string; doc: Json }): Json {
       serviceNetwork: ((d.service_networks as Json[] | undefined) ?? []).map((n) => n.cidr),
       machineNetwork: ((d.machine_networks as Json[] | undefined) ?? []).map((n) => ({ cidr: n.cidr })),
     },
-    controlPlane: { name: 'master', replicas: d.control_plane_count ?? 3 },
-    compute: [{ name: 'worker', replicas: 0 }],
+    controlPlane: { name: 'master', replicas: replicas('master') },
+    compute: [{ name: 'worker', replicas: replicas('worker') }],
     platform: { baremetal: { apiVIPs: ((d.api_vips as Json[] | undefined) ?? []).map((v) => v.ip), ingressVIPs: ((d.ingress_vips as Json[] | undefined) ?? []).map((v) => v.ip) } },
     ...(d.ssh_public_key ? { sshKey: d.ssh_public_key } : {}),
   };
@@ -46,7 +54,8 @@ function deepMerge(a: Json, b: Json): Json {
 }
 
 export async function getInstallConfig(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
-  return toYaml(installConfigOf(await loadCluster(ctx, p, id)));
+  const c = await loadCluster(ctx, p, id);
+  return toYaml(installConfigOf(c, await ctx.repos.hosts.list({ clusterId: id })));
 }
 
 /** Overrides arrive as a JSON string holding a JSON object (the AS wire format). */
@@ -90,6 +99,14 @@ function checkManifest(fileName: string, content: string): void {
 export async function listManifests(ctx: ServiceContext, p: Principal, id: string): Promise<ManifestRow[]> {
   await loadCluster(ctx, p, id);
   return ctx.repos.manifests.list(id);
+}
+
+/** One manifest, to download its content (base64 as stored). */
+export async function getManifest(ctx: ServiceContext, p: Principal, id: string, folder: string, fileName: string): Promise<ManifestRow> {
+  await loadCluster(ctx, p, id);
+  const m = await ctx.repos.manifests.get(id, folder, fileName);
+  if (!m) throw notFound(`manifest ${folder}/${fileName}`);
+  return m;
 }
 
 export async function createManifest(ctx: ServiceContext, p: Principal, id: string, body: { folder?: string; file_name: string; content: string }, requestId?: string) {
@@ -154,7 +171,7 @@ const GENERATED_FILES = ['bootstrap.ign', 'master.ign', 'arbiter.ign', 'worker.i
 
 export async function downloadClusterFile(ctx: ServiceContext, p: Principal, id: string, fileName: string): Promise<{ body: Buffer; contentType: string }> {
   const c = await loadCluster(ctx, p, id);
-  if (fileName === 'install-config.yaml') return { body: Buffer.from(toYaml(installConfigOf(c))), contentType: 'application/yaml' };
+  if (fileName === 'install-config.yaml') return { body: Buffer.from(toYaml(installConfigOf(c, await ctx.repos.hosts.list({ clusterId: id })))), contentType: 'application/yaml' };
   if (fileName === 'custom_manifests.json' || fileName === 'custom_manifests.yaml') {
     const list = (await ctx.repos.manifests.list(id)).map((m) => ({ folder: m.folder, file_name: m.file_name, content: Buffer.from(m.content, 'base64').toString('utf8') }));
     return fileName.endsWith('.json') ? { body: Buffer.from(JSON.stringify(list)), contentType: 'application/json' } : { body: Buffer.from(toYaml(list)), contentType: 'application/yaml' };
@@ -175,7 +192,7 @@ export async function updateFinalizingProgress(ctx: ServiceContext, p: Principal
 
 export async function listMonitoredOperators(ctx: ServiceContext, p: Principal, id: string, name?: string): Promise<Json[]> {
   const c = await loadCluster(ctx, p, id);
-  const ops = (c.doc.monitored_operators as Json[] | undefined) ?? [];
+  const ops = withBuiltinOperators(id, (c.doc.monitored_operators as Json[] | undefined) ?? []);
   return name ? ops.filter((o) => o.name === name) : ops;
 }
 
@@ -184,11 +201,12 @@ export async function reportOperator(ctx: ServiceContext, p: Principal, id: stri
   await loadCluster(ctx, p, id);
   const available = await ctx.db.transaction(async (trx) => {
     const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
-    const all = (c.doc.monitored_operators as Json[] | undefined) ?? [];
+    const all = withBuiltinOperators(id, (c.doc.monitored_operators as Json[] | undefined) ?? []);
     const before = all.find((o) => o.name === report.name);
-    const ops = all.filter((o) => o.name !== report.name);
     const status = report.status ?? 'progressing';
-    ops.push({ cluster_id: id, name: report.name, version: report.version ?? '', status, status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString(), operator_type: 'builtin' });
+    // The entry keeps its place and what the service set (type, timeout); the report sets the rest.
+    const entry = { cluster_id: id, operator_type: 'builtin', ...before, name: report.name, version: report.version ?? '', status, status_info: report.status_info ?? '', status_updated_at: ctx.now().toISOString() };
+    const ops = before ? all.map((o) => (o === before ? entry : o)) : [...all, entry];
     await ctx.repos.clusters.update(id, { doc: { ...c.doc, monitored_operators: ops } }, trx);
     // The controller reports every few seconds; an event only when the status changes keeps the event list readable.
     if (before?.status !== status) await ctx.repos.events.add({ name: 'cluster_operator_report', clusterId: id, props: { operator_name: report.name, operator_status: status }, requestId }, trx);
@@ -203,9 +221,14 @@ export async function uploadIngressCert(ctx: ServiceContext, p: Principal, id: s
   await ctx.store.put(`clusters/${id}/ingress-ca.crt`, pem, 'application/x-pem-file');
 }
 
-/** Deprecated in AS and informational here too: the state machine decides completion. */
+/**
+ * The controller's verdict at the end of finalizing (what assisted-installer-controller sends once
+ * its monitored operators are done): success completes the install, failure fails it with its error.
+ */
 export async function completeInstallation(ctx: ServiceContext, p: Principal, id: string, body: { is_success: boolean; error_info?: string }, requestId?: string) {
   const c = await loadCluster(ctx, p, id);
   await ctx.repos.events.add({ name: 'cluster_completion_reported', clusterId: id, severity: body.is_success ? 'info' : 'error', props: { is_success: body.is_success, error_info: body.error_info ?? '' }, requestId });
+  // assisted-service's rule: the controller's verdict ends finalizing, success or not; the workflow writes the status.
+  if (c.status === 'finalizing') await signalComponents(ctx, id, body.is_success, body.is_success ? undefined : body.error_info || 'no error given');
   return c;
 }

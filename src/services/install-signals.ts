@@ -45,8 +45,8 @@ export function signalHostReport(ctx: ServiceContext, clusterId: string, report:
   return signal(ctx, clusterId, (id) => ctx.temporal.workflow.getHandle(id).signal(hostInstallReported, report));
 }
 
-export function signalComponents(ctx: ServiceContext, clusterId: string, available: boolean): Promise<void> {
-  return signal(ctx, clusterId, (id) => ctx.temporal.workflow.getHandle(id).signal(clusterComponentsReported, { available }));
+export function signalComponents(ctx: ServiceContext, clusterId: string, available: boolean, detail?: string): Promise<void> {
+  return signal(ctx, clusterId, (id) => ctx.temporal.workflow.getHandle(id).signal(clusterComponentsReported, { available, ...(detail !== undefined ? { detail } : {}) }));
 }
 
 export function signalCancelled(ctx: ServiceContext, clusterId: string): Promise<void> {

@@ -1,8 +1,10 @@
 /**
  * Rows → API objects of the assisted-service v2 wire format. Only these
  * functions decide what leaves the service: pull secrets are never copied
- * (only `pull_secret_set`), JSON-string fields stay strings, unset times are
- * left out rather than sent as "" (the Python client parses every date-time).
+ * (only `pull_secret_set`), JSON-string fields stay strings, and an unset time
+ * is never "" (the Python client parses every date-time). The times AS always
+ * sends are sent as its Go zero time until they happen: clients test for that
+ * value (aicli's `wait cluster` waits for install_completed_at to leave it).
  */
 import { clusterProgress } from '../../domain/install-stages';
 import type { ClusterRow, EventRow, HostRow, InfraEnvRow, ManifestRow } from '../../db/rows';
@@ -11,13 +13,27 @@ export const BASE_PATH = '/api/assisted-install';
 
 const iso = (d: Date | string | null | undefined): string | undefined => (d ? new Date(d).toISOString() : undefined);
 
+/** AS's unset time (Go's zero time.Time as go-swagger writes it). */
+export const ZERO_TIME = '0001-01-01T00:00:00.000Z';
+/** A time AS always sends: the zero time until it is set. */
+const always = (d: Date | string | null | undefined): string => iso(d) ?? ZERO_TIME;
+/** A stored document field holding an ISO time (or nothing). */
+const docTime = (v: unknown): string => always(typeof v === 'string' ? v : undefined);
+
+/** What AS reports for a cluster whose disks are not encrypted (its swagger defaults); Landfall encrypts none. */
+const NO_DISK_ENCRYPTION = { enable_on: 'none', mode: 'tpmv2' };
+
 function dropUndefined<T extends Record<string, unknown>>(o: T): T {
   for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
   return o;
 }
 
+/** Kept on the host for the service's own bookkeeping, never sent. */
+const INTERNAL_HOST_FIELDS = ['inventory_digest'];
+
 export function presentHost(h: HostRow) {
-  const d = h.doc as Record<string, unknown>;
+  const d = { ...(h.doc as Record<string, unknown>) };
+  for (const k of INTERNAL_HOST_FIELDS) delete d[k];
   return dropUndefined({
     ...d,
     kind: 'Host',
@@ -31,9 +47,14 @@ export function presentHost(h: HostRow) {
     role: h.role,
     suggested_role: h.suggested_role,
     bootstrap: h.bootstrap,
-    requested_hostname: h.requested_hostname ?? hostnameFromInventory(h.inventory),
+    // As AS: the name set by the user, else the agent's, else the host id (before any inventory).
+    requested_hostname: h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id,
     inventory: h.inventory ?? undefined,
-    checked_in_at: iso(h.checked_in_at),
+    checked_in_at: always(h.checked_in_at),
+    // A host row is made when its agent registers.
+    registered_at: always(h.created_at),
+    logs_started_at: docTime(d.logs_started_at),
+    logs_collected_at: docTime(d.logs_collected_at),
     timestamp: h.agent_timestamp !== null ? Number(h.agent_timestamp) : undefined,
     discovery_agent_version: h.discovery_agent_version ?? undefined,
     created_at: iso(h.created_at),
@@ -46,7 +67,7 @@ export function hostnameFromInventory(inventory: string | null): string | undefi
   if (!inventory) return undefined;
   try {
     const name = (JSON.parse(inventory) as { hostname?: unknown }).hostname;
-    return typeof name === 'string' ? name : undefined;
+    return typeof name === 'string' && name !== '' ? name : undefined;
   } catch {
     return undefined;
   }
@@ -74,6 +95,11 @@ export function presentCluster(c: ClusterRow, hosts?: HostRow[]) {
     status_info: c.status_info,
     status_updated_at: iso(c.status_updated_at),
     image_info: (d.image_info as object | undefined) ?? {},
+    disk_encryption: (d.disk_encryption as object | undefined) ?? NO_DISK_ENCRYPTION,
+    install_started_at: docTime(d.install_started_at),
+    install_completed_at: docTime(d.install_completed_at),
+    controller_logs_started_at: docTime(d.controller_logs_started_at),
+    controller_logs_collected_at: docTime(d.controller_logs_collected_at),
     pull_secret_set: Boolean(c.pull_secret),
     user_name: c.owner || undefined,
     created_at: iso(c.created_at),
@@ -99,6 +125,8 @@ export function presentInfraEnv(ie: InfraEnvRow) {
     kernel_arguments: Array.isArray(d.kernel_arguments) ? JSON.stringify(d.kernel_arguments) : (d.kernel_arguments as string | undefined),
     cluster_id: ie.cluster_id ?? undefined,
     pull_secret_set: Boolean(ie.pull_secret),
+    // Set with download_url (infra-envs-service.ts); AS sends the zero time when its URL does not expire.
+    expires_at: docTime(d.expires_at),
     user_name: ie.owner || undefined,
     created_at: iso(ie.created_at)!,
     updated_at: iso(ie.updated_at)!,

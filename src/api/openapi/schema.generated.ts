@@ -223,6 +223,26 @@ export interface paths {
         patch: operations["V2UpdateClusterManifest"];
         trace?: never;
     };
+    "/v2/clusters/{cluster_id}/manifests/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        /** Download the content of a custom manifest. */
+        get: operations["v2DownloadClusterManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/clusters/{cluster_id}/credentials": {
         parameters: {
             query?: never;
@@ -760,6 +780,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/component-versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the versions of the service's components. */
+        get: operations["v2ListComponentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/supported-operators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the optional operators a cluster can be created with.
+         * @description The operators AS installs on request (OLM operators such as lso or
+         *     odf). Landfall installs none of them, so the list is empty.
+         */
+        get: operations["V2ListSupportedOperators"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1179,7 +1237,7 @@ export interface components {
             http_proxy?: string | null;
             https_proxy?: string | null;
             no_proxy?: string | null;
-            /** @default false */
+            /** @description Absent, it is true for a single node (high_availability_mode None) and false otherwise, as in assisted-service. */
             user_managed_networking?: boolean | null;
             additional_ntp_source?: string | null;
             ntp_sources?: string | null;
@@ -1635,6 +1693,10 @@ export interface components {
         "step-reply": {
             step_type: components["schemas"]["step-type"];
             step_id: string;
+            /**
+             * Format: int32
+             * @description The step's exit code; absent means 0 (the Go agent leaves out zero values).
+             */
             exit_code?: number;
             output?: string;
             error?: string;
@@ -1672,6 +1734,15 @@ export interface components {
             /** @description Whether this is the recommended version. */
             default?: boolean;
             cpu_architectures: string[];
+        };
+        /** @description The versions of the service's components. */
+        "list-versions": {
+            /** @description Component name → version. */
+            versions?: {
+                [key: string]: string;
+            };
+            /** @description The release of the service. */
+            release_tag?: string;
         };
         /** @description Supported versions, keyed by version. */
         "openshift-versions": {
@@ -1845,6 +1916,7 @@ export type SchemaStepReply = components['schemas']['step-reply'];
 export type SchemaEvent = components['schemas']['event'];
 export type SchemaEventList = components['schemas']['event-list'];
 export type SchemaOpenshiftVersion = components['schemas']['openshift-version'];
+export type SchemaListVersions = components['schemas']['list-versions'];
 export type SchemaOpenshiftVersions = components['schemas']['openshift-versions'];
 export type ResponseBadRequest = components['responses']['BadRequest'];
 export type ResponseUnauthorized = components['responses']['Unauthorized'];
@@ -2412,6 +2484,39 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    v2DownloadClusterManifest: {
+        parameters: {
+            query: {
+                /** @description The folder that holds the manifest. */
+                folder?: "manifests" | "openshift";
+                /** @description The file name of the manifest. */
+                file_name: string;
+            };
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest's content, as it was uploaded (decoded from base64). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -3632,6 +3737,52 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    v2ListComponentVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The components and their versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["list-versions"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    V2ListSupportedOperators: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operator names. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string[];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
         };
     };
 }
