@@ -13,6 +13,7 @@ import { selfCheckRoutes } from './self-check-routes';
 import { imageRoutes } from './image-routes';
 import { webUiRoutes } from './web-ui';
 import { errorHandler, notFoundHandler } from './errors';
+import { rejectNulCharacters } from './nul-guard';
 import { assistedRoutes } from './assisted/routes';
 import { authenticate } from './assisted/auth';
 import { BASE_PATH } from './assisted/presenters';
@@ -75,6 +76,7 @@ export function createApp(deps: ApiDeps): Express {
   });
   // strict: false because some AS operations take a bare JSON string (install-config, ingress-cert).
   app.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  app.use(rejectNulCharacters);
 
   app.use(healthRoutes({ checks: deps.readinessChecks, timeoutMs: deps.readinessTimeoutMs }));
   const registry = deps.metricsRegistry;

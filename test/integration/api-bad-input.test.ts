@@ -62,10 +62,20 @@ const cases: Case[] = [
   ['bad event limit', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&limit=abc`, {}], 400, /limit/],
   ['bad manifest name', () => ['POST', `${C()}/manifests`, { body: { folder: 'manifests', file_name: '../etc/passwd', content: 'YQ==' } }], 400, /file_name/],
   ['manifest that is not YAML', () => ['POST', `${C()}/manifests`, { body: { folder: 'manifests', file_name: 'a.yaml', content: Buffer.from('a: [1, 2').toString('base64') } }], 400, /not valid YAML/],
+  ['manifest download without file_name', () => ['GET', `${C()}/manifests/files?folder=manifests`, {}], 400, /file_name/],
+  ['manifest download from an unknown folder', () => ['GET', `${C()}/manifests/files?folder=etc&file_name=a.yaml`, {}], 400, /folder/],
+  ['manifest download of a file that does not exist', () => ['GET', `${C()}/manifests/files?file_name=nope.yaml`, {}], 404, /manifest manifests\/nope\.yaml/],
   ['install-config overrides that are not JSON', () => ['PATCH', `${C()}/install-config`, { body: '{not json' }], 400, /JSON/],
   ['ignition override that is not Ignition', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { ignition_config_override: '{"hello": 1}' } }], 400, /ignition_config_override/],
   ['static network with an unmapped NIC', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: 'interfaces:\n  - name: eth0\n    type: ethernet\n', mac_interface_map: [] }] } }], 400, /static_network_config: host 0: interface eth0 has no entry/],
   ['unknown route', () => ['GET', `${h.base}/clusterz`, {}], 404, /.+/],
+  // PostgreSQL cannot store U+0000: refused at the edge, naming the field.
+  ['NUL in an infra-env name', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { name: 'ie\u00001' } }], 400, /body\.name: must not contain a NUL/],
+  ['NUL in an NTP source', () => ['PATCH', C(), { body: { additional_ntp_source: 'pool\u0000.ntp.org' } }], 400, /body\.additional_ntp_source/],
+  ['NUL in step output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: '{"hostname":"a\u0000b"}' } }], 400, /body\.output/],
+  ['NUL in a step error', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 1, error: 'bad\u0000' } }], 400, /body\.error/],
+  ['NUL in a query', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&categories=user%00`, {}], 400, /query\.categories/],
+  ['exit code beyond 32 bits', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 2 ** 31, output: '' } }], 400, /exit_code/],
 ];
 
 describe('bad input', () => {
