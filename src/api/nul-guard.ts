@@ -11,7 +11,7 @@ export function nulField(value: unknown, at: string, depth = 0): string | undefi
   if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
   if (depth > 64 || value === null || typeof value !== 'object') return undefined;
   for (const [k, v] of Object.entries(value)) {
-    if (k.includes('\u0000')) return `${at}.${k.replace(/\u0000/g, '\\u0000')}`;
+    if (k.includes('\u0000')) return `${at}.${k.split('\u0000').join('\\u0000')}`;
     const found = nulField(v, Array.isArray(value) ? `${at}[${k}]` : `${at}.${k}`, depth + 1);
     if (found) return found;
   }
