@@ -21,8 +21,11 @@ export async function streamEvents(ctx: ServiceContext, p: Principal, req: Reque
   if (!clusterId && !infraEnvId) throw badRequest('cluster_id or infra_env_id is required');
   if (clusterId) await loadCluster(ctx, p, clusterId);
   if (infraEnvId) await loadInfraEnv(ctx, p, infraEnvId);
-  const lastId = Number(req.headers['last-event-id'] ?? req.query.after ?? 0);
-  let cursor = Number.isFinite(lastId) && lastId > 0 ? lastId : 0;
+  const given = req.headers['last-event-id'] ?? req.query.after ?? '0';
+  const lastId = Number(given);
+  // Checked before the 200 goes out: a cursor PostgreSQL's bigint cannot hold would fail the first query after it.
+  if (!/^\d{1,15}$/.test(String(given).trim()) || !Number.isSafeInteger(lastId)) throw badRequest(`${req.headers['last-event-id'] !== undefined ? 'Last-Event-ID' : 'after'}: must be an event id (a non-negative integer below 2^53)`, { field: 'after' });
+  let cursor = lastId;
 
   res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
   res.flushHeaders();

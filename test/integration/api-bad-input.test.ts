@@ -75,6 +75,10 @@ const cases: Case[] = [
   ['NUL in step output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: '{"hostname":"a\u0000b"}' } }], 400, /body\.output/],
   ['NUL in a step error', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 1, error: 'bad\u0000' } }], 400, /body\.error/],
   ['NUL in a query', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&categories=user%00`, {}], 400, /query\.categories/],
+  ['poll timestamp beyond any date', () => ['GET', `${H()}/instructions?timestamp=9223372036854775807`, {}], 400, /timestamp/],
+  ['event limit beyond 32 bits', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&limit=99999999999999999999`, {}], 400, /limit/],
+  ['event offset beyond 32 bits', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&offset=9223372036854775808`, {}], 400, /offset/],
+  ['event stream cursor beyond bigint', () => ['GET', `${h.base}/events/stream?cluster_id=${clusterId}&after=99999999999999999999`, {}], 400, /after/],
   ['exit code beyond 32 bits', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 2 ** 31, output: '' } }], 400, /exit_code/],
 ];
 
