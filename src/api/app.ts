@@ -85,7 +85,8 @@ export function createApp(deps: ApiDeps): Express {
       res.set('Content-Type', registry.contentType).send(await registry.metrics());
     });
   }
-  app.use('/api/landfall/v1', selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
+  // A self-check writes a row, starts a workflow and stores an object: a user's token is needed as for the API.
+  app.use('/api/landfall/v1', authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }]), selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
   // Presigned image downloads (not part of the OpenAPI document): before its validator.
   app.use(imageRoutes({ services: deps.services }));
   // The web UI (dist/web) at `/`; it passes API, image, probe and metrics paths on.

@@ -37,6 +37,14 @@ describe('AUTH_TYPE=local', () => {
     expect((await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${expired}` } })).status).toBe(401);
   });
 
+  it('refuses an anonymous or agent self-check (it writes a row and starts a workflow)', async () => {
+    const before = Number((await h.db('self_checks').count('* as n'))[0]!.n);
+    const anon = await call('POST', `${h.url}/api/landfall/v1/self-checks`, { body: {} });
+    expect(anon.status).toBe(401);
+    expect((await call('POST', `${h.url}/api/landfall/v1/self-checks`, { headers: agent(aInfraEnv), body: {} })).status).toBe(401);
+    expect(Number((await h.db('self_checks').count('* as n'))[0]!.n)).toBe(before);
+  });
+
   it('shows users only what they own', async () => {
     const bob = await call('GET', `${h.base}/clusters`, { headers: user('bob') });
     expect(bob.status).toBe(200);
