@@ -70,6 +70,14 @@ export function duration(seconds: number | undefined | null): string | undefined
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
+/**
+ * A time field of an API object, or undefined while it has not happened: the
+ * API sends AS's zero time (year 1) for those, as AS does.
+ */
+export function setTime(at: unknown): string | undefined {
+  return typeof at === 'string' && at !== '' && !at.startsWith('0001-01-01') ? at : undefined;
+}
+
 /** HH:MM:SS of an ISO time, in UTC (the service's clock, and what logs use). */
 export function clock(at: string | undefined): string {
   if (!at) return '--:--:--';

@@ -28,6 +28,20 @@ export function createInfraEnvsRepo(db: Knex) {
       const [r] = await t(q).where({ id }).update(values).returning('*');
       return r as InfraEnvRow;
     },
+    /**
+     * Records a newly signed discovery-image URL without rewriting the rest of
+     * the document (a concurrent update keeps its changes), and only while the
+     * image version it was signed for is current: undefined when a change
+     * retired it meanwhile. updated_at stays: the user changed nothing.
+     */
+    async setDownloadUrl(id: string, imageVersion: number, url: string, expiresAt: string, q: Q = db): Promise<InfraEnvRow | undefined> {
+      const [r] = await t(q)
+        .where({ id })
+        .whereRaw("coalesce((doc->>'image_version')::int, 0) = ?", [imageVersion])
+        .update({ doc: q.raw('doc || ?::jsonb', [JSON.stringify({ download_url: url, expires_at: expiresAt })]) as unknown as Doc })
+        .returning('*');
+      return r as InfraEnvRow | undefined;
+    },
     delete(id: string, q: Q = db): Promise<number> {
       return t(q).where({ id }).delete();
     },

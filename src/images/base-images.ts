@@ -34,6 +34,11 @@ export class BaseImages {
 
   constructor(private readonly o: BaseImagesOptions) {}
 
+  /** Whether a base image is configured for a release and architecture (fetched or not yet). */
+  has(release: string | undefined, arch: string | undefined): boolean {
+    return Boolean(release && arch && this.o.releases[release]?.base_images?.[arch]) || Boolean(this.o.fallbackPath);
+  }
+
   /** The local file of the image for a release and architecture, fetched first if this machine does not have it yet. */
   async imageFor(release: string | undefined, arch: string | undefined): Promise<string> {
     const src = release && arch ? this.o.releases[release]?.base_images?.[arch] : undefined;

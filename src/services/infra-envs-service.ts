@@ -84,6 +84,7 @@ async function normalize(ctx: ServiceContext, p: Principal, body: Json, existing
 export async function createInfraEnv(ctx: ServiceContext, p: Principal, body: Json, requestId?: string): Promise<InfraEnvRow> {
   const f = await normalize(ctx, p, body, {}, true);
   const id = randomUUID();
+  Object.assign(f.doc, await downloadUrlFields(ctx, id, f.doc));
   return ctx.db.transaction(async (trx) => {
     const row = await ctx.repos.infraEnvs.insert({ id, owner: ownerOf(p), name: f.name!, cluster_id: f.cluster_id ?? null, pull_secret: f.pull_secret ?? null, doc: f.doc }, trx);
     await ctx.repos.events.add({ name: 'infra_env_registered', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
@@ -91,18 +92,25 @@ export async function createInfraEnv(ctx: ServiceContext, p: Principal, body: Js
   });
 }
 
-export function listInfraEnvs(ctx: ServiceContext, p: Principal, clusterId?: string) {
-  return ctx.repos.infraEnvs.list({ ...ownerFilter(p), ...(clusterId ? { clusterId } : {}) });
+export async function listInfraEnvs(ctx: ServiceContext, p: Principal, clusterId?: string): Promise<InfraEnvRow[]> {
+  const rows = await ctx.repos.infraEnvs.list({ ...ownerFilter(p), ...(clusterId ? { clusterId } : {}) });
+  return Promise.all(rows.map((ie) => withFreshDownloadUrl(ctx, ie)));
+}
+
+export async function getInfraEnv(ctx: ServiceContext, p: Principal, id: string): Promise<InfraEnvRow> {
+  return withFreshDownloadUrl(ctx, await loadInfraEnv(ctx, p, id));
 }
 
 export async function updateInfraEnv(ctx: ServiceContext, p: Principal, id: string, body: Json, requestId?: string): Promise<InfraEnvRow> {
   const current = await loadInfraEnv(ctx, p, id);
   const f = await normalize(ctx, p, body, current.doc, false);
+  // A changed infra-env retires the image URLs handed out before (their tokens carry the old
+  // version); download_url becomes one for the new image, as AS makes a new one on update.
+  f.doc.image_version = Number((current.doc as Record<string, unknown>).image_version ?? 0) + 1;
+  delete f.doc.download_url;
+  delete f.doc.expires_at;
+  Object.assign(f.doc, await downloadUrlFields(ctx, id, f.doc));
   return ctx.db.transaction(async (trx) => {
-    // A changed infra-env retires the image URLs handed out before (their tokens carry the old version).
-    delete f.doc.download_url;
-    delete f.doc.expires_at;
-    f.doc.image_version = Number((current.doc as Record<string, unknown>).image_version ?? 0) + 1;
     const row = await ctx.repos.infraEnvs.update(id, { ...(f.name ? { name: f.name } : {}), ...(f.pull_secret ? { pull_secret: f.pull_secret } : {}), doc: f.doc }, trx);
     await ctx.repos.events.add({ name: 'infra_env_updated', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
     return row;
@@ -125,16 +133,52 @@ export async function deleteInfraEnv(ctx: ServiceContext, p: Principal, id: stri
  */
 export async function imageUrl(ctx: ServiceContext, p: Principal, id: string): Promise<{ url: string; expires_at: string }> {
   const ie = await loadInfraEnv(ctx, p, id);
-  const type = ((ie.doc.type as string | undefined) ?? 'full-iso').replace('-iso', '');
-  const { token, expiresAt } = await signImageToken(ctx, id, ie.doc);
-  const url = `${ctx.baseUrl}/images/${id}/${type}.iso?image_token=${token}`;
-  await ctx.repos.infraEnvs.update(id, { doc: { ...ie.doc, download_url: url, expires_at: expiresAt.toISOString() } });
+  const { url, expiresAt } = await signImageUrl(ctx, id, ie.doc);
+  await ctx.repos.infraEnvs.setDownloadUrl(id, imageVersionOf(ie.doc), url, expiresAt.toISOString());
   return { url, expires_at: expiresAt.toISOString() };
+}
+
+const imageVersionOf = (doc: Record<string, unknown>): number => Number(doc.image_version ?? 0);
+
+/** Whether Landfall can serve the infra-env's discovery image: a base image is configured for its release and architecture. */
+function hasImage(ctx: ServiceContext, doc: Record<string, unknown>): boolean {
+  return ctx.baseImages.has(doc.openshift_version as string | undefined, (doc.cpu_architecture as string | undefined) ?? 'x86_64');
+}
+
+/** download_url and expires_at for a document about to be written (nothing when there is no image to download). */
+async function downloadUrlFields(ctx: ServiceContext, id: string, doc: Record<string, unknown>): Promise<{ download_url?: string; expires_at?: string }> {
+  if (!hasImage(ctx, doc)) return {};
+  const { url, expiresAt } = await signImageUrl(ctx, id, doc);
+  return { download_url: url, expires_at: expiresAt.toISOString() };
+}
+
+/**
+ * The infra-env with a download_url that works, as AS shows one on every read
+ * (aicli's `info iso` and `download iso` read nothing else). AS's URL never
+ * expires with authentication off; Landfall's always do, so one with less than
+ * half its lifetime left is replaced on read: a URL read is good for at least
+ * IMAGE_URL_TTL_SECONDS / 2.
+ */
+async function withFreshDownloadUrl(ctx: ServiceContext, ie: InfraEnvRow): Promise<InfraEnvRow> {
+  const d = ie.doc as Record<string, unknown>;
+  if (!hasImage(ctx, d)) return ie;
+  const expiresAt = typeof d.expires_at === 'string' ? Date.parse(d.expires_at) : NaN;
+  if (typeof d.download_url === 'string' && expiresAt - ctx.now().getTime() > (ctx.imageUrlTtlSeconds * 1000) / 2) return ie;
+  const signed = await signImageUrl(ctx, ie.id, d);
+  const row = await ctx.repos.infraEnvs.setDownloadUrl(ie.id, imageVersionOf(d), signed.url, signed.expiresAt.toISOString());
+  // undefined: an update changed the image meanwhile and recorded a URL for it.
+  return row ?? (await ctx.repos.infraEnvs.get(ie.id)) ?? ie;
+}
+
+async function signImageUrl(ctx: ServiceContext, id: string, doc: Record<string, unknown>): Promise<{ url: string; expiresAt: Date }> {
+  const type = ((doc.type as string | undefined) ?? 'full-iso').replace('-iso', '');
+  const { token, expiresAt } = await signImageToken(ctx, id, doc);
+  return { url: `${ctx.baseUrl}/images/${id}/${type}.iso?image_token=${token}`, expiresAt };
 }
 
 async function signImageToken(ctx: ServiceContext, id: string, doc: Record<string, unknown>): Promise<{ token: string; expiresAt: Date }> {
   const expiresAt = Math.floor(ctx.now().getTime() / 1000) + ctx.imageUrlTtlSeconds;
-  const token = (await ctx.imageUrlSigner()).sign({ infraEnvId: id, version: Number(doc.image_version ?? 0), expiresAt });
+  const token = (await ctx.imageUrlSigner()).sign({ infraEnvId: id, version: imageVersionOf(doc), expiresAt });
   return { token, expiresAt: new Date(expiresAt * 1000) };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { parse as parseYaml } from 'yaml';
 import { call, PULL_SECRET, SSH_KEY, startApiHarness, type ApiHarness } from '../support/api-harness';
 
 let h: ApiHarness;
@@ -31,6 +32,14 @@ describe('the core assisted-service flow', () => {
     expect(r.body['1.31']).toMatchObject({ display_name: expect.stringContaining('1.31'), support_level: 'production' });
   });
 
+  it('names its components and the optional operators it installs (none)', async () => {
+    const v = await call('GET', `${h.base}/component-versions`);
+    expect(v.status).toBe(200);
+    expect(v.body).toEqual({ versions: { 'landfall-service': expect.stringMatching(/^\d+\.\d+\.\d+/), 'discovery-agent': expect.stringMatching(/^landfall-agent\//) }, release_tag: `v${v.body.versions['landfall-service']}` });
+    const ops = await call('GET', `${h.base}/supported-operators`);
+    expect([ops.status, ops.body]).toEqual([200, []]);
+  });
+
   it('serves its OpenAPI document', async () => {
     const r = await call('GET', `${h.base}/openapi.json`);
     expect(r.status).toBe(200);
@@ -46,6 +55,9 @@ describe('the core assisted-service flow', () => {
     expect(r.body.href).toBe(`/api/assisted-install/v2/clusters/${r.body.id}`);
     expect(r.text).not.toContain('c2VjcmV0LXB1bGwtc2VjcmV0LXZhbHVl');
     expect(r.body.cluster_networks[0]).toMatchObject({ cidr: '10.128.0.0/14', host_prefix: 23 });
+    // What AS always sends: its zero time for what has not happened, and its disk-encryption defaults.
+    for (const f of ['install_started_at', 'install_completed_at', 'controller_logs_started_at', 'controller_logs_collected_at']) expect([f, r.body[f]]).toEqual([f, '0001-01-01T00:00:00.000Z']);
+    expect(r.body.disk_encryption).toEqual({ enable_on: 'none', mode: 'tpmv2' });
     clusterId = r.body.id;
   });
 
@@ -62,6 +74,8 @@ describe('the core assisted-service flow', () => {
     const r = await call('POST', `${h.base}/infra-envs`, { body: { name: 'edge-1-ie', pull_secret: PULL_SECRET, cluster_id: clusterId, ssh_authorized_key: SSH_KEY, image_type: 'minimal-iso' } });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ kind: 'InfraEnv', cluster_id: clusterId, type: 'minimal-iso', pull_secret_set: true });
+    // No base image is configured here, so there is no image to download yet.
+    expect([r.body.download_url, r.body.expires_at]).toEqual([undefined, '0001-01-01T00:00:00.000Z']);
     infraEnvId = r.body.id;
     const u = await call('GET', `${h.base}/infra-envs/${infraEnvId}/downloads/image-url`);
     expect(u.status).toBe(200);
@@ -93,6 +107,8 @@ describe('the core assisted-service flow', () => {
     expect(steps.body.instructions[0].step_id).toMatch(/^inventory-[0-9a-f]{8}$/);
     const host = await call('GET', `${h.base}/infra-envs/${infraEnvId}/hosts/${hostIds[0]}`);
     expect(new Date(host.body.checked_in_at).getTime()).toBeGreaterThan(Date.now() - 60000);
+    // Before any inventory, AS names a host by its id; times that have not happened are its zero time.
+    expect(host.body).toMatchObject({ requested_hostname: hostIds[0], registered_at: host.body.created_at, logs_started_at: '0001-01-01T00:00:00.000Z', logs_collected_at: '0001-01-01T00:00:00.000Z' });
   });
 
   it('stores inventory replies as a JSON string, and 400s undecodable output', async () => {
@@ -160,6 +176,11 @@ describe('the core assisted-service flow', () => {
     expect(got.status).toBe(200);
     expect(got.body).toContain('hyperthreading: Disabled');
     expect(got.body).not.toContain('c2VjcmV0');
+    // Replicas count the hosts by role: one master (set above); the other host is auto-assign with no suggestion yet.
+    const cfg = parseYaml(got.body as string) as { controlPlane: { replicas: number }; compute: Array<{ name: string; replicas: number }> };
+    expect([cfg.controlPlane.replicas, cfg.compute]).toEqual([1, [{ name: 'worker', replicas: 0 }]]);
+    const file = await fetch(`${h.base}/clusters/${clusterId}/manifests/files?folder=manifests&file_name=cm.yaml`);
+    expect([file.status, file.headers.get('content-disposition'), await file.text()]).toEqual([200, 'attachment; filename="cm.yaml"', Buffer.from(content, 'base64').toString()]);
     const del = await call('DELETE', `${h.base}/clusters/${clusterId}/manifests?folder=manifests&file_name=cm.yaml`);
     expect(del.status).toBe(200);
   });

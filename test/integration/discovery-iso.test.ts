@@ -82,6 +82,32 @@ d('discovery ISO', () => {
     expect(ci('iso', 'ignition', 'show', file)).toContain('ntp2.example.com');
   });
 
+  it('shows a working download_url on every read: made at creation, replaced by an update, renewed once half its life is gone', async () => {
+    const created = await call('POST', `${h.base}/infra-envs`, { headers: admin(), body: { name: 'iso-url', pull_secret: PULL_SECRET, image_type: 'full-iso' } });
+    const ie = created.body.id as string;
+    const first = created.body.download_url as string;
+    expect(first.startsWith(`${h.url}/images/${ie}/full.iso?image_token=`)).toBe(true);
+    expect(Date.parse(created.body.expires_at)).toBeGreaterThan(Date.now() + 3600_000);
+    // Reads, single and listed, show that URL while it has most of its life left.
+    expect((await call('GET', `${h.base}/infra-envs/${ie}`, { headers: admin() })).body.download_url).toBe(first);
+    expect((await call('GET', `${h.base}/infra-envs`, { headers: admin() })).body.find((x: { id: string }) => x.id === ie).download_url).toBe(first);
+    expect((await download(first, {}, 'HEAD')).status).toBe(200);
+    // An update makes the image anew: the answer carries a URL for it, and the old URL is retired.
+    const patched = await call('PATCH', `${h.base}/infra-envs/${ie}`, { headers: admin(), body: { image_type: 'minimal-iso' } });
+    const second = patched.body.download_url as string;
+    expect(second.startsWith(`${h.url}/images/${ie}/minimal.iso?image_token=`)).toBe(true);
+    expect((await download(first, {}, 'HEAD')).status).toBe(404);
+    expect((await download(second, {}, 'HEAD')).status).toBe(200);
+    expect((await call('GET', `${h.base}/infra-envs/${ie}`, { headers: admin() })).body.download_url).toBe(second);
+    // With less than half its lifetime (4 h by default) left, a read replaces it with a fresh one.
+    await h.db('infra_envs').where({ id: ie }).update({ doc: h.db.raw("doc || jsonb_build_object('expires_at', ?::text)", [new Date(Date.now() + 60_000).toISOString()]) });
+    const renewed = (await call('GET', `${h.base}/infra-envs/${ie}`, { headers: admin() })).body;
+    // (The URL itself may come out the same: a token is made of the expiry in whole seconds and the image version.)
+    expect(Date.parse(renewed.expires_at)).toBeGreaterThan(Date.now() + 3600_000);
+    expect((await download(renewed.download_url, {}, 'HEAD')).status).toBe(200);
+    expect((await h.db('infra_envs').where({ id: ie }).first()).doc.expires_at).toBe(renewed.expires_at);
+  });
+
   it('serves an iPXE script whose kernel, initrd, rootfs and Ignition URLs all work, and only for their infra-env', async () => {
     const r = await call('GET', `${h.base}/infra-envs/${minimalIe}/downloads/files?file_name=ipxe-script`, { headers: admin() });
     expect(r.status).toBe(200);

@@ -21,6 +21,7 @@ import type { Severity } from '../../domain/event-catalogue';
 import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
 import { streamEvents } from '../event-stream';
+import { componentVersions } from '../../versions';
 
 const principal = (res: Response): Principal => res.locals.principal as Principal;
 const rid = (req: Request): string | undefined => (req as unknown as { id?: string }).id;
@@ -56,6 +57,14 @@ export function assistedRoutes(ctx: ServiceContext): Router {
       out[v] = { display_name: rel.display_name, support_level: rel.support_level, default: Boolean(rel.default), cpu_architectures: rel.cpu_architectures };
     }
     res.json(out);
+  });
+
+  r.get('/v2/component-versions', (_req, res) => {
+    res.json(componentVersions());
+  });
+  // Optional operators a cluster may be created with (AS's OLM operators): Landfall installs none.
+  r.get('/v2/supported-operators', (_req, res) => {
+    res.json([]);
   });
 
   // ---- clusters
@@ -125,6 +134,10 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   r.delete('/v2/clusters/:cluster_id/manifests', async (req, res) => {
     await files.deleteManifest(ctx, principal(res), param(req, 'cluster_id'), q(req, 'folder') ?? 'manifests', q(req, 'file_name')!, rid(req));
     res.status(200).end();
+  });
+  r.get('/v2/clusters/:cluster_id/manifests/files', async (req, res) => {
+    const m = await files.getManifest(ctx, principal(res), param(req, 'cluster_id'), q(req, 'folder') ?? 'manifests', q(req, 'file_name')!);
+    sendFile(res, m.file_name, Buffer.from(m.content, 'base64'));
   });
   r.get('/v2/clusters/:cluster_id/credentials', async (req, res) => {
     res.json(await files.getCredentials(ctx, principal(res), param(req, 'cluster_id')));
@@ -209,8 +222,7 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     res.json((await infraEnvs.listInfraEnvs(ctx, principal(res), q(req, 'cluster_id'))).map(presentInfraEnv));
   });
   r.get('/v2/infra-envs/:infra_env_id', async (req, res) => {
-    const { loadInfraEnv } = await import('../../services/access');
-    res.json(presentInfraEnv(await loadInfraEnv(ctx, principal(res), param(req, 'infra_env_id'))));
+    res.json(presentInfraEnv(await infraEnvs.getInfraEnv(ctx, principal(res), param(req, 'infra_env_id'))));
   });
   r.patch('/v2/infra-envs/:infra_env_id', async (req, res) => {
     res.status(201).json(presentInfraEnv(await infraEnvs.updateInfraEnv(ctx, principal(res), param(req, 'infra_env_id'), req.body ?? {}, rid(req))));

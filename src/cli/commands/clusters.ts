@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { resolveCluster, type ApiClient, type Json } from '../api-client';
 import { CliError } from '../exit-codes';
-import { clientOf, clock, printFields, printJson, printTable, positiveInt, withClientOptions, type ClientFlags } from '../output';
+import { clientOf, clock, printFields, printJson, printTable, positiveInt, setTime, withClientOptions, type ClientFlags } from '../output';
 
 /** The API requires a pull secret; an empty one is right when every image is public. */
 const EMPTY_PULL_SECRET = '{"auths":{}}';
@@ -54,8 +54,8 @@ export function printCluster(c: Json): void {
     ['api vips', (c.api_vips ?? []).map((v: Json) => v.ip).join(', ')],
     ['progress', c.progress?.total_percentage !== undefined ? `${c.progress.total_percentage}%` : undefined],
     ['created', c.created_at],
-    ['install started', c.install_started_at],
-    ['install completed', c.install_completed_at],
+    ['install started', setTime(c.install_started_at)],
+    ['install completed', setTime(c.install_completed_at)],
   ]);
 }
 

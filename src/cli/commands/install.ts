@@ -8,7 +8,7 @@ import { resolveCluster, type ApiClient, type Json } from '../api-client';
 import { followEvents } from '../event-stream';
 import { CliError } from '../exit-codes';
 import { createInstallView } from '../install-view';
-import { clientOf, duration, printJson, withClientOptions, type ClientFlags } from '../output';
+import { clientOf, duration, printJson, setTime, withClientOptions, type ClientFlags } from '../output';
 import { printCluster } from './clusters';
 
 /** Statuses of an install under way: --wait attaches instead of starting another, and waits while the cluster is in one. Leaving them for anything but installed (error, cancelled, or back to ready when preparation fails) is a failed install. */
@@ -47,7 +47,8 @@ export function installCommand(): Command {
     }
     const final = await follow(api, c, progressOut, skip);
     if (o.output === 'json') printJson(final);
-    const took = final.install_started_at ? ` in ${duration((Date.parse(final.install_completed_at ?? new Date().toISOString()) - Date.parse(final.install_started_at)) / 1000)}` : '';
+    const startedAt = setTime(final.install_started_at);
+    const took = startedAt ? ` in ${duration((Date.parse(setTime(final.install_completed_at) ?? new Date().toISOString()) - Date.parse(startedAt)) / 1000)}` : '';
     if (final.status === 'installed') {
       progressOut.write(`cluster ${final.name} is installed${took}; kubeconfig: landfall kubeconfig --cluster ${final.name} -f kubeconfig\n`);
       return;
@@ -58,7 +59,8 @@ export function installCommand(): Command {
 
 /** `skip`: events of the cluster before this attempt (a new install); attaching to a running one shows the events since it started. */
 async function follow(api: ApiClient, start: Json, out: NodeJS.WriteStream, skip: number | undefined): Promise<Json> {
-  const view = createInstallView(out, start.install_started_at ? Date.parse(start.install_started_at) : Date.now());
+  const startedAt = setTime(start.install_started_at);
+  const view = createInstallView(out, startedAt ? Date.parse(startedAt) : Date.now());
   const abort = new AbortController();
   let interrupted = false;
   const onSignal = () => {
@@ -68,7 +70,7 @@ async function follow(api: ApiClient, start: Json, out: NodeJS.WriteStream, skip
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   // Attaching: the service's clock says which events belong to this attempt (a little slack: the database stamps events at transaction start).
-  const since = skip === undefined && start.install_started_at ? Date.parse(start.install_started_at) - 250 : 0;
+  const since = skip === undefined && startedAt ? Date.parse(startedAt) - 250 : 0;
   let seen = 0;
   const events = (async () => {
     for await (const { event } of followEvents(api, start.id, abort.signal)) if (++seen > (skip ?? 0) && Date.parse(event.event_time) >= since) view.event(event);
