@@ -19,6 +19,7 @@ import { authenticate } from './assisted/auth';
 import { BASE_PATH } from './assisted/presenters';
 import { loadOpenApiDocument } from './openapi/spec';
 import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
+import { unvalidatedRoutes } from './openapi/unvalidated-routes';
 
 export interface ApiDeps {
   logger: Logger;
@@ -111,6 +112,8 @@ export function createApp(deps: ApiDeps): Express {
     next();
   });
   cacheValidatorRouteMatchers();
+  // Log uploads are streamed by their handler (busboy), not buffered by the validator.
+  const unvalidated = (p: string) => /\/v2\/clusters\/[^/]+\/logs$/.test(p) || p.endsWith('/v2/openapi.json');
   app.use(
     OpenApiValidator.middleware({
       apiSpec: loadOpenApiDocument() as never,
@@ -118,12 +121,13 @@ export function createApp(deps: ApiDeps): Express {
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,
-      // Log uploads are streamed by their handler (busboy), not buffered by the validator.
       fileUploader: false,
-      ignorePaths: (p: string) => /\/v2\/clusters\/[^/]+\/logs$/.test(p) || p.endsWith('/v2/openapi.json'),
+      ignorePaths: unvalidated,
       ignoreUndocumented: false,
     }),
   );
+  // After the validator: a request that carries req.openapi is one the validator takes as matched.
+  app.use(unvalidatedRoutes(spec as never, BASE_PATH, unvalidated));
   const defaultSecurity = (spec.security as Array<Record<string, unknown>> | undefined) ?? [{ userAuth: [] }];
   app.use(BASE_PATH, authenticate(deps.authType, deps.services.signer, defaultSecurity), assistedRoutes(deps.services));
 

@@ -45,6 +45,31 @@ describe('AUTH_TYPE=local', () => {
     expect(Number((await h.db('self_checks').count('* as n'))[0]!.n)).toBe(before);
   });
 
+  it('authenticates the streamed log routes by their own operations: agents upload, users or ?api_key download', async () => {
+    const logsUrl = `${h.base}/clusters/${aCluster}/logs?logs_type=host&infra_env_id=${aInfraEnv}&host_id=${aHost}`;
+    const form = () => {
+      const f = new FormData();
+      f.append('upfile', new Blob([Buffer.from('H4sIAAAAAAAAA+3BAQ0AAADCoPdPbQ43oAAAAAAAAAAAAIA3A5reHScAKAAA', 'base64')]), 'logs.tar.gz');
+      return f;
+    };
+    const up = await fetch(logsUrl, { method: 'POST', headers: agent(aInfraEnv), body: form() });
+    expect([up.status, await up.text()]).toEqual([204, '']);
+    // The upload is an agent's operation: a user's token is not what it accepts.
+    expect((await fetch(logsUrl, { method: 'POST', headers: user('alice'), body: form() })).status).toBe(401);
+    expect((await fetch(logsUrl, { method: 'POST', body: form() })).status).toBe(401);
+    // Download: the owner's token, or an agent token in ?api_key (urlAuth).
+    const download = `${h.base}/clusters/${aCluster}/logs?logs_type=host&host_id=${aHost}`;
+    expect((await fetch(download, { headers: user('alice') })).status).toBe(200);
+    expect((await fetch(`${download}&api_key=${h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv })}`)).status).toBe(200);
+    expect((await fetch(download)).status).toBe(401);
+    // Bad input on these routes is a 400 like anywhere else.
+    const notUuid = await call('GET', `${h.base}/clusters/not-a-uuid/logs`, { headers: user('alice') });
+    expect(notUuid.status).toBe(400);
+    expect(notUuid.body.reason).toContain('cluster_id');
+    const noBoundary = await fetch(logsUrl, { method: 'POST', headers: { ...agent(aInfraEnv), 'content-type': 'multipart/form-data' }, body: 'x' });
+    expect(noBoundary.status).toBe(400);
+  });
+
   it('shows users only what they own', async () => {
     const bob = await call('GET', `${h.base}/clusters`, { headers: user('bob') });
     expect(bob.status).toBe(200);
