@@ -70,6 +70,22 @@ describe('AUTH_TYPE=local', () => {
     expect(noBoundary.status).toBe(400);
   });
 
+  it('answers the version, operator and manifest-download calls aicli makes to users only; a manifest of another user is not found', async () => {
+    for (const path of ['component-versions', 'supported-operators']) {
+      expect([path, (await call('GET', `${h.base}/${path}`)).status]).toEqual([path, 401]);
+      expect([path, (await call('GET', `${h.base}/${path}`, { headers: agent(aInfraEnv) })).status]).toEqual([path, 401]);
+      expect([path, (await call('GET', `${h.base}/${path}`, { headers: user('bob') })).status]).toEqual([path, 200]);
+    }
+    const content = Buffer.from('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: auth\n').toString('base64');
+    expect((await call('POST', `${h.base}/clusters/${aCluster}/manifests`, { headers: user('alice'), body: { file_name: 'auth.yaml', content } })).status).toBe(201);
+    const file = `${h.base}/clusters/${aCluster}/manifests/files?file_name=auth.yaml`;
+    expect((await call('GET', file, { headers: user('alice') })).text).toBe(Buffer.from(content, 'base64').toString());
+    expect((await call('GET', file)).status).toBe(401);
+    expect((await call('GET', file, { headers: agent(aInfraEnv) })).status).toBe(401);
+    expect((await call('GET', file, { headers: user('bob') })).status).toBe(404);
+    expect((await call('DELETE', `${h.base}/clusters/${aCluster}/manifests?file_name=auth.yaml`, { headers: user('alice') })).status).toBe(200);
+  });
+
   it('shows users only what they own', async () => {
     const bob = await call('GET', `${h.base}/clusters`, { headers: user('bob') });
     expect(bob.status).toBe(200);
