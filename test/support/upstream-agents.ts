@@ -36,6 +36,9 @@ export function upstreamAgentBinary(): string {
   return path.join(toolsDir(), 'bin', 'assisted-agent');
 }
 
+/** iputils' arping, whose output the agent parses (scripts/install-assisted-agent.sh unpacks it). */
+const iputilsArping = () => path.join(toolsDir(), 'iputils', 'usr', 'bin', 'arping');
+
 /**
  * Whether the lab can run here. `skip` is set when it cannot by the nature of
  * the machine (not root, no network namespaces, the agent's source not to be
@@ -53,6 +56,7 @@ export async function upstreamAgentPrerequisites(): Promise<{ skip?: string }> {
   for (const cmd of HOST_COMMANDS) {
     await run('sh', ['-c', `command -v ${cmd}`]).catch(() => missing.push(cmd));
   }
+  if (!existsSync(iputilsArping())) missing.push(`iputils arping (${iputilsArping()})`);
   if (missing.length) throw new Error(`missing on this machine: ${missing.join(', ')}; run "bash scripts/setup.sh --test"`);
   return {};
 }
@@ -107,7 +111,8 @@ net.createServer((c) => {
 `;
 
 export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
-  const root = tempDir('agent-lab');
+  await sweepStaleLabs();
+  const root = tempDir(`agent-lab-${process.pid}`);
   const cleanups: Array<() => Promise<void> | void> = [];
   const children: ChildProcess[] = [];
   const destroy = async () => {
@@ -117,7 +122,7 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
     cleanups.length = 0;
   };
   try {
-    const topology: NetnsTopology = await createTopology(opts.count, { prefix: `lfa${process.pid % 10000}`, subnet: opts.subnet });
+    const topology: NetnsTopology = await createTopology(opts.count, { prefix: `lfa${process.pid}`, subnet: opts.subnet });
     cleanups.push(() => topology.destroy());
     const switchIp = `${opts.subnet}.1`;
     const sw = topology.switchNs;
@@ -127,7 +132,7 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
     const swLog = openSync(path.join(root, 'switch.log'), 'a');
     cleanups.push(() => closeSync(swLog));
     const inSwitch = (args: string[]) => {
-      const c = spawn('ip', ['netns', 'exec', sw, ...args], { stdio: ['ignore', swLog, swLog] });
+      const c = spawn('setpriv', ['--pdeathsig', 'KILL', 'ip', 'netns', 'exec', sw, ...args], { stdio: ['ignore', swLog, swLog] });
       children.push(c);
       return c;
     };
@@ -167,6 +172,7 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
       copyFileSync(path.join(SCRIPTS, 'podman-shim.sh'), path.join(dir, 'bin', 'podman'));
       copyFileSync(path.join(SCRIPTS, 'fio-guard.sh'), path.join(dir, 'bin', 'fio'));
       await run('chmod', ['+x', path.join(dir, 'bin', 'podman'), path.join(dir, 'bin', 'fio')]);
+      symlinkSync(iputilsArping(), path.join(dir, 'bin', 'arping'));
       await run('ip', ['-n', h.ns, 'route', 'add', 'default', 'via', switchIp]);
       // `ip netns exec` puts /etc/netns/<ns>/resolv.conf over /etc/resolv.conf for the host.
       mkdirSync(`/etc/netns/${h.ns}`, { recursive: true });
@@ -182,10 +188,13 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
       const hostname = `lab-host-${index}`;
       const out = openSync(path.join(dir, 'log', 'host-init.log'), 'a');
       cleanups.push(() => closeSync(out));
+      // PDEATHSIG: should this test process die without its afterAll, unshare dies with it, and
+      // --kill-child then ends the host's PID namespace (every process of the host).
       const proc = spawn(
-        'ip',
+        'setpriv',
         [
-          'netns', 'exec', h.ns,
+          '--pdeathsig', 'KILL',
+          'ip', 'netns', 'exec', h.ns,
           'unshare', '--pid', '--fork', '--kill-child', '--mount-proc', '--uts',
           path.join(SCRIPTS, 'host-init.sh'),
           '--url', `http://${switchIp}:${apiPort}`,
@@ -242,6 +251,32 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
   } catch (err) {
     await destroy();
     throw err;
+  }
+}
+
+/**
+ * What a lab whose test process was killed (no afterAll) left behind: its
+ * namespaces (`lfa<pid>-…`) and loop devices (backed by files in
+ * landfall-agent-lab-<pid>-…). Its processes died with it (PDEATHSIG).
+ */
+async function sweepStaleLabs(): Promise<void> {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const { stdout: list } = await run('ip', ['netns', 'list']);
+  for (const m of list.matchAll(/^lfa(\d+)-\S+/gm)) {
+    if (alive(Number(m[1]))) continue;
+    await run('ip', ['netns', 'del', m[0]]).catch(() => undefined);
+    rmSync(`/etc/netns/${m[0]}`, { recursive: true, force: true });
+  }
+  const { stdout: loops } = await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']);
+  for (const m of loops.matchAll(/^(\S+)\s+\S*landfall-agent-lab-(\d+)-\S+$/gm)) {
+    if (!alive(Number(m[2]))) await run('losetup', ['-d', m[1]!]).catch(() => undefined);
   }
 }
 

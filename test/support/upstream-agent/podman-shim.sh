@@ -102,6 +102,9 @@ logging=(--with-journal-logging=false --with-text-logging=true)
 host_mounts=()
 for v in "${volumes[@]+"${volumes[@]}"}"; do
   src="${v%%:*}" rest="${v#*:}"; dst="${rest%%:*}"
+  # A discovery host has udev (/run/udev, /dev/disk); this machine may not. Podman would refuse a
+  # missing source; the shim leaves it out, and the inventory sees what the machine has.
+  if [ ! -e "$src" ]; then log "no $src here: volume $v left out"; continue; fi
   case "$dst" in /host|/host/*) host_mounts+=("$src" "$dst") ;; esac
 done
 if [ ${#host_mounts[@]} -gt 0 ] && [ -z "${LANDFALL_SHIM_IN_MOUNTNS:-}" ]; then
