@@ -12,9 +12,10 @@
  * with a base live ISO to build discovery images from; the hosts are a
  * `landfall fleet` process (real agent loops, simulated executors with
  * half-second install stages), as a separate program boots them.
+ * The step log (each step and its time) is kept in test-artifacts/aicli-flow.txt.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { buildSyntheticLiveIso, xorrisoAvailable, type SyntheticIso } from '../support/live-iso';
@@ -25,6 +26,7 @@ const PYTHON = path.join(ROOT, '.tools', 'compat-venv', 'bin', 'python');
 const SCRIPT = path.join(__dirname, 'aicli_flow.py');
 const MAIN = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const TIMEOUT_MS = 300_000;
+const LOG = path.join(ROOT, 'test-artifacts', 'aicli-flow.txt');
 
 if (!xorrisoAvailable()) console.warn('aicli test skipped: xorriso is missing (it builds the base live ISO the discovery image is made from)');
 
@@ -60,6 +62,8 @@ function runFlow(env: Record<string, string>): Promise<{ code: number | null; ou
       BASE_ISO: iso.path,
       WORK_DIR: tempDir('aicli'),
     });
+    mkdirSync(path.dirname(LOG), { recursive: true });
+    writeFileSync(LOG, `${output}\n(${Math.round((Date.now() - started) / 1000)} s)\n`);
     const summary = /^aicli: (\d+) passed, (\d+) failed/m.exec(output);
     if (code !== 0 || !summary || summary[2] !== '0') throw new Error(`aicli flow exited ${code} after ${Math.round((Date.now() - started) / 1000)} s:\n${output}`);
     // Every step ran (a step list cut short would still exit 0 only if none failed).
