@@ -70,6 +70,11 @@ export function normalizeClusterInput(input: Json, existingDoc: Json, releases: 
   }
   if (has('base_dns_domain')) check('base_dns_domain', baseDomainProblem(body.base_dns_domain as string));
   if (has('ssh_public_key') && body.ssh_public_key !== '') check('ssh_public_key', sshKeyProblem(body.ssh_public_key as string));
+  // Landfall installs no disk encryption (Tang/TPM is not in scope yet): asking for it is refused, never silently dropped.
+  if (has('disk_encryption')) {
+    const enableOn = (body.disk_encryption as Json).enable_on;
+    if (enableOn !== undefined && enableOn !== 'none') throw badRequest(`disk_encryption.enable_on: "${String(enableOn)}" is not supported; Landfall does not encrypt installation disks (only "none")`, { field: 'disk_encryption.enable_on' });
+  }
   // null means "not given", as for assisted-service: storing it would put a null the response schema refuses on every later GET.
   for (const k of PASSTHROUGH) if (has(k)) out.doc[k] = body[k];
 

@@ -75,6 +75,7 @@ const cases: Case[] = [
   ['NUL in step output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: '{"hostname":"a\u0000b"}' } }], 400, /body\.output/],
   ['NUL in a step error', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 1, error: 'bad\u0000' } }], 400, /body\.error/],
   ['NUL in a query', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&categories=user%00`, {}], 400, /query\.categories/],
+  ['disk encryption, which Landfall does not do', () => ['PATCH', C(), { body: { disk_encryption: { enable_on: 'all', mode: 'tpmv2' } } }], 400, /disk_encryption\.enable_on: "all" is not supported/],
   ['poll timestamp beyond any date', () => ['GET', `${H()}/instructions?timestamp=9223372036854775807`, {}], 400, /timestamp/],
   ['event limit beyond 32 bits', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&limit=99999999999999999999`, {}], 400, /limit/],
   ['event offset beyond 32 bits', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&offset=9223372036854775808`, {}], 400, /offset/],

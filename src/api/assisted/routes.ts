@@ -167,7 +167,13 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     // Who may upload is checked before a byte is read; then the upload streams straight into object storage.
     await logs.checkUpload(ctx, principal(res), param(req, 'cluster_id'), query);
     await new Promise<void>((resolve, reject) => {
-      const bb = Busboy({ headers: req.headers, limits: { files: 1, fileSize: logs.logsSettings(ctx).uploadMaxBytes + 1 } });
+      let bb: ReturnType<typeof Busboy>;
+      try {
+        bb = Busboy({ headers: req.headers, limits: { files: 1, fileSize: logs.logsSettings(ctx).uploadMaxBytes + 1 } });
+      } catch (err) {
+        // A multipart Content-Type without a boundary (busboy refuses it before reading anything).
+        return reject(badRequest(`logs must be uploaded as multipart/form-data with a boundary: ${(err as Error).message}`));
+      }
       let seen = false;
       bb.on('file', (field, stream) => {
         if (field !== 'upfile') {
