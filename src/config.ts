@@ -69,6 +69,7 @@ export const ENV_SCHEMA = z.object({
   IMAGE_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   RELEASES_FILE: optionalString,
   BASE_ISO_PATH: optionalString,
+  DISCOVERY_OS_ISO: optionalString,
   IMAGE_CACHE_DIR: optionalString,
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
@@ -120,7 +121,7 @@ export interface Config {
   auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number; imageUrlSecret: string | undefined };
   releasesFile: string | undefined;
   /** The base live ISO (CoreOS layout, with an Ignition embed area) discovery images are made from; unset: none served. */
-  images: { baseIsoPath: string | undefined; cacheDir: string };
+  images: { baseIsoPath: string | undefined; cacheDir: string; discoveryOsIso?: string };
   /** Check every response against the OpenAPI document (tests; costs CPU in production). */
   validateResponses: boolean;
   bodyLimitBytes: number;
@@ -200,7 +201,11 @@ export function parseConfig(
     storage,
     auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS, imageUrlSecret: e.IMAGE_URL_SECRET },
     releasesFile: e.RELEASES_FILE,
-    images: { baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined, cacheDir: path.resolve(e.IMAGE_CACHE_DIR ?? path.join(stateDir, 'image-cache')) },
+    images: {
+      baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined,
+      cacheDir: path.resolve(e.IMAGE_CACHE_DIR ?? path.join(stateDir, 'image-cache')),
+      discoveryOsIso: e.DISCOVERY_OS_ISO ? path.resolve(e.DISCOVERY_OS_ISO) : undefined,
+    },
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
@@ -248,6 +253,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     IMAGE_URL_SECRET: c.auth.imageUrlSecret,
     RELEASES_FILE: c.releasesFile,
     BASE_ISO_PATH: c.images.baseIsoPath,
+    DISCOVERY_OS_ISO: c.images.discoveryOsIso,
     IMAGE_CACHE_DIR: c.images.cacheDir,
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),

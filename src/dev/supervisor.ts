@@ -14,6 +14,7 @@ import { startTemporalDevServer, temporalBinary, type TemporalDevServer } from '
 import { canConnect, sleep, stopProcess } from './process-utils';
 import { existsSync, promises as fs } from 'node:fs';
 import { generateEcKeyPair } from '../auth/jwt';
+import { builtDiscoveryOsIso } from '../images/discovery-os';
 
 /** AUTH_TYPE=local on one machine: a signing key generated once and kept in the state folder (0600). */
 async function devSigningKey(stateDir: string): Promise<{ privateKeyPem: string; publicKeyPem: string }> {
@@ -115,6 +116,10 @@ export async function runDev(cfgIn: Config): Promise<void> {
       cfg = { ...cfg, auth: { ...cfg.auth, ...(await devSigningKey(cfg.stateDir)) } };
     }
 
+    // Landfall's own discovery OS (built by set-up) is the x86_64 base image unless one is configured.
+    if (!cfg.images.discoveryOsIso) cfg = { ...cfg, images: { ...cfg.images, discoveryOsIso: builtDiscoveryOsIso() } };
+    if (!cfg.images.discoveryOsIso && !cfg.images.baseIsoPath) logger.warn('no discovery OS was built (scripts/build-discovery-os.sh): discovery ISO downloads answer 404 unless RELEASES_FILE names base images');
+
     const db = createDb(cfg.database.url!, 2);
     try {
       const applied = await migrateLatest(db);
@@ -148,6 +153,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
         `  PostgreSQL    ${redactUrl(cfg.database.url!)}${pg ? ' (embedded)' : ''}`,
         `  Storage       ${cfg.storage.backend === 'local' ? `local:${cfg.storage.dir}` : `s3:${cfg.storage.endpoint}/${cfg.storage.bucket}`}`,
         `  State         ${cfg.stateDir}`,
+        ...(cfg.images.discoveryOsIso ? [`  Discovery OS  ${cfg.images.discoveryOsIso} (x86_64 base image; hosts reach the API at ${cfg.api.baseUrl})`] : []),
         ...(demo ? [`  Demo fleet    ${cfg.demoFleetHosts} simulated hosts in cluster "demo" (infra-env ${demo.infraEnvId})`] : []),
         'Press Ctrl-C to stop.',
         '',

@@ -5,7 +5,10 @@
  * other replicas and the next start do not fetch it again) and on this
  * machine's disk (the ISO is streamed with positional reads, which object
  * storage cannot serve at disk speed). BASE_ISO_PATH, when set, serves every
- * release and architecture the catalogue does not name.
+ * release and architecture the catalogue does not name; after it, Landfall's
+ * own discovery OS (DISCOVERY_OS_ISO, which `landfall dev` sets to the one
+ * scripts/build-discovery-os.sh built) serves the architectures it was built
+ * for (x86_64).
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
@@ -24,6 +27,8 @@ export interface BaseImagesOptions {
   store: ObjectStore;
   cacheDir: string;
   fallbackPath: string | undefined;
+  /** Landfall's own discovery OS by CPU architecture ({x86_64: live.iso}): used when neither the catalogue nor fallbackPath names an image. */
+  defaults?: Record<string, string>;
   logger?: Logger;
   /** How long fetching one image from its URL may take before it counts as failed. */
   fetchTimeoutMs?: number;
@@ -36,7 +41,7 @@ export class BaseImages {
 
   /** Whether a base image is configured for a release and architecture (fetched or not yet). */
   has(release: string | undefined, arch: string | undefined): boolean {
-    return Boolean(release && arch && this.o.releases[release]?.base_images?.[arch]) || Boolean(this.o.fallbackPath);
+    return Boolean(release && arch && this.o.releases[release]?.base_images?.[arch]) || Boolean(this.o.fallbackPath) || Boolean(arch && this.o.defaults?.[arch]);
   }
 
   /** The local file of the image for a release and architecture, fetched first if this machine does not have it yet. */
@@ -44,7 +49,9 @@ export class BaseImages {
     const src = release && arch ? this.o.releases[release]?.base_images?.[arch] : undefined;
     if (!src) {
       if (this.o.fallbackPath) return this.o.fallbackPath;
-      throw new AppError('not_found', `no base image is configured for release ${release ?? '(none)'} on ${arch ?? '(none)'}: name one under base_images in RELEASES_FILE, or set BASE_ISO_PATH`);
+      const own = arch ? this.o.defaults?.[arch] : undefined;
+      if (own) return own;
+      throw new AppError('not_found', `no base image is configured for release ${release ?? '(none)'} on ${arch ?? '(none)'}: name one under base_images in RELEASES_FILE, or set BASE_ISO_PATH${this.o.defaults ? ` (Landfall's discovery OS is built for ${Object.keys(this.o.defaults).join(', ')} only)` : ''}`);
     }
     const name = cacheName(release!, arch!, src);
     const file = path.join(this.o.cacheDir, name);

@@ -29,7 +29,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
           throw err;
         },
       )),
-    baseImages: new BaseImages({ releases, store: ports.store, cacheDir: cfg.images.cacheDir, fallbackPath: cfg.images.baseIsoPath }),
+    baseImages: new BaseImages({ releases, store: ports.store, cacheDir: cfg.images.cacheDir, fallbackPath: cfg.images.baseIsoPath, defaults: cfg.images.discoveryOsIso ? { x86_64: cfg.images.discoveryOsIso } : undefined }),
     lifecycle: loadLifecycleSettings(cfg),
     installTimeouts: cfg.install,
     installImages: cfg.installImages,
