@@ -3,6 +3,8 @@ import type { Doc, HostRow } from './rows';
 
 type Q = Knex | Knex.Transaction;
 export type HostKey = { infraEnvId: string; hostId: string };
+/** Per repeating step type: a digest of the arguments last handed out, and when (ms). */
+export type StepSends = Record<string, { d: string; at: number }>;
 
 export function createHostsRepo(db: Knex) {
   const t = (q: Q = db) => q<HostRow>('hosts');
@@ -31,6 +33,7 @@ export function createHostsRepo(db: Knex) {
     async update(k: HostKey, patch: Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at'>>, q: Q = db): Promise<HostRow> {
       const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
       if (patch.doc) values.doc = JSON.stringify(patch.doc);
+      if (patch.step_sends) values.step_sends = JSON.stringify(patch.step_sends);
       if (patch.status) values.status_updated_at = new Date();
       const [r] = await t(q).where(byKey(k)).update(values).returning('*');
       return r as HostRow;
@@ -42,7 +45,7 @@ export function createHostsRepo(db: Knex) {
      * query when it is empty. Only the status leaves the database, never the
      * row (its inventory is ~10 KB). Undefined when the host does not exist.
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null } | undefined> {
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends } | undefined> {
       const values: Record<string, unknown> = { checked_in_at: new Date() };
       if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
       if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
@@ -50,8 +53,12 @@ export function createHostsRepo(db: Knex) {
         `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ?))) as steps_due`,
         [resendBefore],
       );
-      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; steps_due: boolean }>;
-      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version } : undefined;
+      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean }>;
+      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {} } : undefined;
+    },
+    /** Records the repeating steps just handed out (merged into what the row holds). */
+    async recordStepSends(k: HostKey, sent: StepSends, q: Q = db): Promise<void> {
+      await t(q).where(byKey(k)).update({ step_sends: db.raw('step_sends || ?::jsonb', [JSON.stringify(sent)]) } as never);
     },
     async moveClusterHosts(clusterId: string, status: { status: string; status_info: string }, q: Q = db): Promise<number> {
       return t(q).where({ cluster_id: clusterId }).update({ ...status, status_updated_at: new Date(), updated_at: new Date() });

@@ -43,6 +43,8 @@ export interface HostRow {
   checked_in_at: Date | null;
   agent_timestamp: string | null;
   discovery_agent_version: string | null;
+  /** What repeating discovery steps went out last, and when (agent-service.ts). */
+  step_sends?: Record<string, { d: string; at: number }>;
   created_at: Date;
   updated_at: Date;
 }

@@ -19,7 +19,8 @@ import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
 import { refreshForHost } from './refresh-service';
-import { dueNow, forgetSentSteps, stepArgs } from './step-args';
+import { dueNow, stepArgs } from './step-args';
+import type { StepSends } from '../db/hosts-repo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
 import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
@@ -65,7 +66,8 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
       // A host that registers again booted the discovery image again; the state machine says what that means now.
       const stage = ((existing.doc as Record<string, unknown>).progress as { current_stage?: string } | undefined)?.current_stage;
       const t = nextHostStatus(existing.status, { type: 'RegisterHost', currentStage: stage });
-      host = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
+      // A host that registers again starts fresh: every discovery step is asked on its next poll.
+      host = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), step_sends: {}, checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
       if (t && t.to !== existing.status) {
         await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: t.to, info: t.info }, requestId }, trx);
         if (host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(t.to)) reported = { clusterId: host.cluster_id, status: t.to };
@@ -74,7 +76,6 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
-  forgetSentSteps(body.host_id);
   if (reported) await signalHostReport(ctx, reported.clusterId, { hostId: body.host_id, status: reported.status });
   return registered;
 }
@@ -105,11 +106,17 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   const polling = { id: hostId, cluster_id: host.clusterId, row: () => (row ??= ctx.repos.hosts.get(key)) };
   const now = ctx.now().getTime();
   const skipped = skippedFor(agentVersion ?? host.agentVersion);
+  const sent: StepSends = {};
   for (const type of plan.steps) {
     if (skipped.includes(type)) continue;
     const args = await stepArgs(ctx, type, polling);
-    if (args && dueNow(hostId, type, args, now)) instructions.push({ step_type: type, step_id: stepId(type, rand), args });
+    const due = args ? dueNow(host.stepSends, type, args, now) : undefined;
+    if (!due) continue;
+    if (due !== 'due') sent[type] = due;
+    instructions.push({ step_type: type, step_id: stepId(type, rand), args: args! });
   }
+  // Remembered on the host row, not in this process: the next poll may reach another replica.
+  if (Object.keys(sent).length) await ctx.repos.hosts.recordStepSends(key, sent);
   // A host in error or cancelled is asked for its logs once per failure or cancel.
   if (LOGS_WANTED_STATUSES.includes(host.status)) instructions.push(...(await logsGatherSteps(ctx, key, (type) => stepId(type, rand))));
   // Most polls find the queue empty; checkIn said so without another round trip.

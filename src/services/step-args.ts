@@ -4,7 +4,9 @@
  * cached per cluster for a few seconds in this process instead of loaded on
  * every poll of every host.
  */
+import { createHash } from 'node:crypto';
 import type { HostRow } from '../db/rows';
+import type { StepSends } from '../db/hosts-repo';
 import { parseJson } from '../domain/lifecycle/facts';
 import { networkOf } from '../domain/lifecycle/network';
 import type { Inventory } from '../../agent/types';
@@ -120,22 +122,17 @@ export const STEP_REPEAT_MS: Record<string, number> = {
   'container-image-availability': 5 * 60_000,
 };
 
-const lastSent = new Map<string, { args: string; at: number }>();
-
-/** Whether to hand out this step now: first time, changed arguments, or its repeat interval passed. */
-export function dueNow(hostId: string, type: string, args: string[], nowMs: number): boolean {
+/**
+ * Whether to hand out this step now: first time, changed arguments, or its
+ * repeat interval passed. Decided from what the host row remembers (its
+ * step_sends), so every API replica answers a poll the same way; returns the
+ * record to store when the step goes out.
+ */
+export function dueNow(sends: StepSends, type: string, args: string[], nowMs: number): { d: string; at: number } | 'due' | undefined {
   const every = STEP_REPEAT_MS[type];
-  if (every === undefined) return true;
-  const key = `${hostId}/${type}`;
-  const text = args.join('\u0000');
-  const prev = lastSent.get(key);
-  if (prev && prev.args === text && nowMs - prev.at < every) return false;
-  if (lastSent.size > 500_000) lastSent.clear();
-  lastSent.set(key, { args: text, at: nowMs });
-  return true;
-}
-
-/** A host that registers again starts fresh: everything is asked on its next poll. */
-export function forgetSentSteps(hostId: string): void {
-  for (const type of Object.keys(STEP_REPEAT_MS)) lastSent.delete(`${hostId}/${type}`);
+  if (every === undefined) return 'due';
+  const d = createHash('sha1').update(args.join('\u0000')).digest('base64url').slice(0, 16);
+  const prev = sends[type];
+  if (prev && prev.d === d && nowMs - prev.at < every) return undefined;
+  return { d, at: nowMs };
 }

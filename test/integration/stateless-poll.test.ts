@@ -1,0 +1,49 @@
+/**
+ * The poll's answer depends on nothing one API process remembers: two API
+ * processes on one database hand out a repeating step once between them, and
+ * a host that registers again (at either) is asked everything afresh.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startApi, type RunningApi } from '../../src/api/server';
+import { freePort } from '../../src/dev/process-utils';
+import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+import { tempDir } from '../support/services';
+
+let a: ApiHarness;
+let b: RunningApi;
+let bBase: string;
+beforeAll(async () => {
+  a = await startApiHarness();
+  const port = await freePort();
+  b = await startApi(
+    parseConfig({ API_HOST: '127.0.0.1', API_PORT: String(port), DATABASE_URL: a.pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('api-b'), API_VALIDATE_RESPONSES: 'true' }),
+    createLogger({ log: { level: 'silent', format: 'json' } }, 'api-b'),
+  );
+  bBase = `http://127.0.0.1:${port}/api/assisted-install/v2`;
+});
+afterAll(async () => {
+  await b?.close();
+  await a?.stop();
+});
+
+const inventory = (name: string, ip: string) => JSON.stringify({ hostname: name, cpu: { count: 8 }, memory: { physical_bytes: 32 * 1024 ** 3 }, disks: [{ id: `/dev/disk/by-id/${name}`, name: 'sda', path: '/dev/sda', drive_type: 'SSD', size_bytes: 200e9 }], interfaces: [{ name: 'eth0', mac_address: `52:54:00:00:00:${ip.split('.')[3]}`, ipv4_addresses: [`${ip}/24`] }] });
+
+it('hands out a repeating step once across two API processes, and afresh after a new registration', async () => {
+  const c = (await call('POST', `${a.base}/clusters`, { body: { name: 'two-apis', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
+  const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: 'two-apis-ie', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+  const [h1, h2] = [randomUUID(), randomUUID()];
+  for (const [id, n] of [[h1, 11], [h2, 12]] as const) {
+    expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts`, { body: { host_id: id } })).status).toBe(201);
+    expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts/${id}/instructions`, { body: { step_type: 'inventory', step_id: `inventory-${n}`, output: inventory(`h${n}`, `10.9.0.${n}`) } })).status).toBe(204);
+  }
+  const types = async (base: string) => ((await call('GET', `${base}/infra-envs/${ie.id}/hosts/${h1}/instructions`)).body.instructions as Array<{ step_type: string }>).map((s) => s.step_type);
+  expect(await types(a.base)).toContain('connectivity-check');
+  // The other process knows it went out: not again within its repeat interval.
+  expect(await types(bBase)).not.toContain('connectivity-check');
+  expect(await types(a.base)).not.toContain('connectivity-check');
+  // Registering again (at the other process) means a rebooted host: everything is asked again.
+  expect((await call('POST', `${bBase}/infra-envs/${ie.id}/hosts`, { body: { host_id: h1 } })).status).toBe(201);
+  expect(await types(a.base)).toEqual(expect.arrayContaining(['inventory', 'connectivity-check']));
+});
