@@ -193,6 +193,8 @@ export function runnerScript(name: string, unit: ReturnType<typeof parseServiceU
   const lines = [
     '#!/bin/sh',
     `# ${name}, translated from its systemd unit by ignition-apply (busybox init respawns this script).`,
+    // systemd's default PATH for services.
+    'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   ];
   if (restarts) {
     // A respawn after the first start waits RestartSec, as systemd would.

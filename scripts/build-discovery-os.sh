@@ -173,6 +173,8 @@ add_binary() {
 add_file lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
 ln -s /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$R/lib64/ld-linux-x86-64.so.2"
 for b in usr/bin/node bin/lsblk bin/ip; do add_binary "$b"; done
+# iproute2's own link, which shadows busybox's ip applet (no -j) in /sbin.
+mkdir -p "$R/sbin" && ln -s /bin/ip "$R/sbin/ip"
 for m in acorn acorn-walk cjs-module-lexer undici; do cp -a "$POOL/usr/share/nodejs/$m" "$R/usr/share/nodejs/"; done
 # Debian's node uses OpenSSL's store: one bundle of Debian's CA certificates where OpenSSL looks.
 cat "$POOL"/usr/share/ca-certificates/mozilla/*.crt > "$R/etc/ssl/certs/ca-certificates.crt"
