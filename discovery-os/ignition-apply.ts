@@ -48,8 +48,10 @@ export class IgnitionError extends Error {}
 export interface ApplyOptions {
   /** Where the system's / is (tests use a temporary directory). */
   root: string;
-  /** Where runner scripts and network scripts go, relative to nothing (absolute on the host the applier runs on). */
+  /** Where runner scripts and network scripts go (an absolute path on the system the applier runs on). */
   runDir: string;
+  /** Where the runners append their services' output; /var/log/landfall unless a test says otherwise. */
+  logDir?: string;
   /** Fetches an http(s) source; injected by tests. */
   fetchBytes?: (url: string) => Promise<Buffer>;
   warn?: (msg: string) => void;
@@ -370,7 +372,7 @@ export async function applyIgnition(config: Json, o: ApplyOptions): Promise<Appl
       warn(`${name}: enabled but has no ExecStart: ignored`);
       continue;
     }
-    writeFileSync(path.join(servicesDir, `${name}.sh`), runnerScript(name, unit, '/var/log/landfall', path.join(o.runDir, 'services')), { mode: 0o755 });
+    writeFileSync(path.join(servicesDir, `${name}.sh`), runnerScript(name, unit, o.logDir ?? '/var/log/landfall', path.join(o.runDir, 'services')), { mode: 0o755 });
     report.services.push(name);
   }
 
