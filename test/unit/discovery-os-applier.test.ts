@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- Ignition JSON is read loosely here */
 /**
  * The discovery OS's Ignition applier (discovery-os/ignition-apply.ts) on the
  * configs Landfall really generates, into a scratch root; and its cpio writer.
