@@ -26,21 +26,6 @@ stamp="$TOOLS/bin/.assisted-agent-$version"
 unavailable="$TOOLS/bin/.assisted-agent-unavailable"
 mkdir -p "$TOOLS/bin"
 
-# The agent's L2 check parses the output of iputils' arping. The tests' other arping is Debian's
-# `arping` package (Habets'), which conflicts with iputils-arping, so iputils' binary is unpacked
-# into .tools/iputils/ (the agent lab puts it first on its hosts' PATH) rather than installed.
-if [ ! -x "$TOOLS/iputils/usr/bin/arping" ] && command -v apt-get >/dev/null 2>&1; then
-  debs=$(mktemp -d)
-  fetch_deb() { (cd "$debs" && apt-get download -qq iputils-arping >/dev/null 2>&1); }
-  # A fresh machine may have no package lists yet.
-  if fetch_deb || { [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 && fetch_deb; }; then
-    rm -rf "$TOOLS/iputils" && dpkg-deb -x "$debs"/iputils-arping_*.deb "$TOOLS/iputils"
-  else
-    echo "setup: could not download iputils-arping; the upstream agent's L2 checks will find no replies" >&2
-  fi
-  rm -rf "$debs"
-fi
-
 if [ -x "$bin" ] && [ -f "$stamp" ]; then exit 0; fi
 rm -f "$unavailable"
 give_up() {

@@ -11,7 +11,7 @@
  * The agent polls every 60 s when the service asks it to; the recording proxy
  * shortens that to 3 s (nothing else in any answer changes).
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { call, PULL_SECRET } from '../support/api-harness';
@@ -40,6 +40,11 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // Every agent request and the API's answer, for reading a failure after the fact (CI keeps test-artifacts/).
+  if (lab) {
+    mkdirSync('test-artifacts', { recursive: true });
+    writeFileSync('test-artifacts/upstream-agent-exchanges.json', JSON.stringify(lab.proxy.exchanges, null, 1));
+  }
   await lab?.destroy();
   await h?.stop();
 }, 60_000);
@@ -136,7 +141,8 @@ describe('upstream assisted-installer agent', () => {
       expect(inventory.disks.length).toBeGreaterThan(0);
       expect(inventory.routes.some((r: Json) => r.gateway === l.switchIp)).toBe(true);
 
-      // Connectivity from real pings and ARP: each peer reachable at its lab address.
+      // Connectivity from real pings: each peer reachable at its lab address. (The agent probes
+      // L2 and MTU only from NICs it sees as physical; the lab's veth NICs are virtual.)
       const report = JSON.parse(host.connectivity);
       const peers = hosts.filter((x) => x.id !== host.id);
       for (const peer of peers) {
@@ -147,7 +153,6 @@ describe('upstream assisted-installer agent', () => {
         // The agent leaves a zero loss out of its report.
         expect(l3.packet_loss_percentage ?? 0).toBe(0);
         expect(l3.average_rtt_ms).toBeGreaterThan(0);
-        expect(remote.l2_connectivity.some((c: Json) => c.remote_ip_address === hostIp(peer) && c.successful)).toBe(true);
       }
 
       // NTP: the host's chronyd follows the switch's and says so.
@@ -170,9 +175,11 @@ describe('upstream assisted-installer agent', () => {
       for (const taken of [...ips, l.switchIp]) expect(free).not.toContain(taken);
     }
 
-    // The cluster's majority group is all three hosts, from their reports.
-    const groups = JSON.parse(ready.connectivity_majority_groups);
-    expect([...(groups[`${SUBNET}.0/24`] ?? [])].sort()).toEqual(hosts.map((x) => x.id).sort());
+    // Every host is in the majority group, worked out from the three hosts' ping reports.
+    for (const host of hosts) {
+      const validations = Object.values(JSON.parse(host.validations_info) as Record<string, Json[]>).flat();
+      expect(validations.find((v) => v.id === 'belongs-to-majority-group')).toMatchObject({ status: 'success' });
+    }
 
     expect(failures(l).map(describeExchange)).toEqual([]);
 
@@ -181,11 +188,20 @@ describe('upstream assisted-installer agent', () => {
     await eventually(async () => l.hosts.every((x) => l.installerRuns(x.index).length > 0 || replies(l, 'install').length === 3), 300_000, 'every agent starting the installer').catch(async (err) => {
       throw await diagnose('install', err);
     });
-    for (const r of replies(l, 'installation-disk-speed-check')) {
+    const speed = replies(l, 'installation-disk-speed-check');
+    expect(new Set(speed.map((r) => r.hostId)).size).toBe(3);
+    for (const r of speed) {
       expect(r.reply.exit_code ?? 0).toBe(0);
       const out = JSON.parse(r.reply.output);
       expect(out.path).toMatch(/^\/dev\//);
-      expect(typeof out.io_sync_duration).toBe('number');
+      // Milliseconds; the agent leaves out a 0 (a scratch file syncs in under a millisecond).
+      expect(out.io_sync_duration ?? 0).toBeGreaterThanOrEqual(0);
+    }
+    // fio really ran, on the disk the service named, which on each host is its scratch device.
+    for (const x of l.hosts) {
+      const targets = l.fioTargets(x.index);
+      expect(targets.length).toBeGreaterThan(0);
+      for (const t of targets) expect(t.device).toBe(await l.scratchDevice(x.index));
     }
     // The agent validates the install step's arguments (InstallCmdRequest) before it runs
     // anything; a refusal is an exit code of -1 with the reason. It accepted them when it

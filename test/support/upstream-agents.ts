@@ -28,16 +28,13 @@ const SCRIPTS = path.resolve(__dirname, 'upstream-agent');
 /** The names the agent binary answers to (src/agent/main/main.go of the agent). */
 const AGENT_TOOLS = ['agent', 'next_step_runner', 'inventory', 'free_addresses', 'disk_speed_check', 'logs_sender'];
 /** What a discovery host has on PATH that the agent's steps run. */
-const HOST_COMMANDS = ['unshare', 'nsenter', 'mount', 'losetup', 'chronyd', 'chronyc', 'dnsmasq', 'nmap', 'fio', 'ping', 'arping', 'timeout', 'tar', 'ip'];
+const HOST_COMMANDS = ['unshare', 'nsenter', 'mount', 'losetup', 'chronyd', 'chronyc', 'dnsmasq', 'nmap', 'fio', 'ping', 'timeout', 'tar', 'ip'];
 /** The agent image name the agent reports and passes to podman; the shim does not read it. */
 export const AGENT_IMAGE = 'localhost/landfall-test/assisted-installer-agent:upstream';
 
 export function upstreamAgentBinary(): string {
   return path.join(toolsDir(), 'bin', 'assisted-agent');
 }
-
-/** iputils' arping, whose output the agent parses (scripts/install-assisted-agent.sh unpacks it). */
-const iputilsArping = () => path.join(toolsDir(), 'iputils', 'usr', 'bin', 'arping');
 
 /**
  * Whether the lab can run here. `skip` is set when it cannot by the nature of
@@ -56,7 +53,6 @@ export async function upstreamAgentPrerequisites(): Promise<{ skip?: string }> {
   for (const cmd of HOST_COMMANDS) {
     await run('sh', ['-c', `command -v ${cmd}`]).catch(() => missing.push(cmd));
   }
-  if (!existsSync(iputilsArping())) missing.push(`iputils arping (${iputilsArping()})`);
   if (missing.length) throw new Error(`missing on this machine: ${missing.join(', ')}; run "bash scripts/setup.sh --test"`);
   return {};
 }
@@ -95,6 +91,10 @@ export interface AgentLab {
   logs(index: number, tailBytes?: number): string;
   /** How each installer was started on a host (image, then its arguments), one entry a start. */
   installerRuns(index: number): string[][];
+  /** What fio wrote to on a host: the path the agent named and the device numbers (hex major:minor) behind it. */
+  fioTargets(index: number): Array<{ path: string; device: string }>;
+  /** The hex major:minor of a host's scratch loop device. */
+  scratchDevice(index: number): Promise<string>;
   /** Containers the agent stopped on a host (podman stop/rm of a running one). */
   stopped(index: number): string[];
   destroy(): Promise<void>;
@@ -172,7 +172,6 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
       copyFileSync(path.join(SCRIPTS, 'podman-shim.sh'), path.join(dir, 'bin', 'podman'));
       copyFileSync(path.join(SCRIPTS, 'fio-guard.sh'), path.join(dir, 'bin', 'fio'));
       await run('chmod', ['+x', path.join(dir, 'bin', 'podman'), path.join(dir, 'bin', 'fio')]);
-      symlinkSync(iputilsArping(), path.join(dir, 'bin', 'arping'));
       await run('ip', ['-n', h.ns, 'route', 'add', 'default', 'via', switchIp]);
       // `ip netns exec` puts /etc/netns/<ns>/resolv.conf over /etc/resolv.conf for the host.
       mkdirSync(`/etc/netns/${h.ns}`, { recursive: true });
@@ -242,6 +241,15 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
           .filter((f) => f.startsWith('installer-'))
           .sort()
           .map((f) => readFileSync(path.join(hosts[index]!.state, f), 'utf8').split('\n').filter(Boolean)),
+      fioTargets: (index) => {
+        const f = path.join(hosts[index]!.state, 'fio-targets');
+        if (!existsSync(f)) return [];
+        return readFileSync(f, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => ({ path: line.split(' ')[0]!, device: line.split(' ')[1] ?? '' }));
+      },
+      scratchDevice: async (index) => (await run('stat', ['-L', '-c', '%t:%T', hosts[index]!.loopDevice])).stdout.trim(),
       stopped: (index) => {
         const f = path.join(hosts[index]!.state, 'stopped');
         return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter(Boolean) : [];

@@ -20,4 +20,6 @@ elif [ -f "$target" ]; then
 else
   echo "fio guard: refusing $target (not a loop device or a scratch file)" >&2; exit 1
 fi
+# What was measured, for the test: the path the agent asked for and the device behind it.
+echo "$target $(stat -L -c %t:%T "$target")" >>"${LANDFALL_SHIM_STATE:?}/fio-targets"
 exec "${LANDFALL_REAL_FIO:?}" "$@"
