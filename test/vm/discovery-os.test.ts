@@ -14,6 +14,7 @@
  * are written to test-artifacts/discovery-os-boot.json and the serial
  * console to test-artifacts/discovery-os-serial.log.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- inventory JSON is read loosely here */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -142,83 +143,113 @@ describe('Landfall discovery OS', () => {
     console.warn('discovery OS boot test skipped: qemu-system-x86_64 is not installed (Debian package qemu-system-x86)');
   }
 
+  interface Booted {
+    inv: any;
+    serial: string;
+    figures: { registered_s: number; inventory_s: number; qemu_peak_rss_mib: number };
+  }
+
+  /** Boots an ISO with a blank virtio disk and one virtio NIC until the infra-env's host reports an inventory; QEMU is killed after. */
+  async function bootUntilInventory(iso: string, ie: string, name: string, mac: string): Promise<Booted> {
+    const disk = path.join(work, `${name}.qcow2`);
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, String(VM.diskBytes)]);
+    // One pipe per guest connection to the API on this machine's loopback.
+    const pipe = path.join(work, 'tcp-pipe.js');
+    writeFileSync(pipe, `const s = require('net').connect(${port}, '127.0.0.1'); process.stdin.pipe(s); s.pipe(process.stdout); s.on('close', () => process.exit(0)); s.on('error', () => process.exit(1));\n`);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const serialLog = path.join(ARTIFACTS, `discovery-os-${name}-serial.log`);
+    const args = [
+      '-accel', 'tcg', '-machine', 'pc', '-m', String(VM.memMiB), '-smp', String(VM.cpus),
+      '-display', 'none', '-monitor', 'none', '-serial', `file:${serialLog}`, '-no-reboot',
+      '-cdrom', iso, '-boot', 'd',
+      '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${VM.diskSerial}`,
+      '-netdev', `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:${port}-cmd:${process.execPath} ${pipe}`,
+      '-device', `virtio-net-pci,netdev=n0,mac=${mac}`,
+    ];
+    const started = Date.now();
+    qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let qemuErr = '';
+    qemu.stderr?.on('data', (d: Buffer) => (qemuErr += d.toString()));
+    let peakRssKiB = 0;
+    const sampleRss = () => {
+      try {
+        peakRssKiB = Math.max(peakRssKiB, Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${qemu!.pid}/status`, 'utf8'))?.[1] ?? 0));
+      } catch {
+        /* exited */
+      }
+    };
+    const serial = () => (existsSync(serialLog) ? readFileSync(serialLog, 'utf8') : '');
+    try {
+      let registeredMs = 0;
+      while (Date.now() - started < BOOT_BUDGET_MS) {
+        if (qemu.exitCode !== null) throw new Error(`qemu exited with ${qemu.exitCode}: ${qemuErr}\n${serial().slice(-3000)}`);
+        sampleRss();
+        const found = ((await call('GET', `${localBase}/infra-envs/${ie}/hosts`)).body as Array<Record<string, unknown>>)[0];
+        if (found && !registeredMs) registeredMs = Date.now() - started;
+        if (found?.inventory) {
+          sampleRss();
+          const figures = { registered_s: registeredMs / 1000, inventory_s: (Date.now() - started) / 1000, qemu_peak_rss_mib: Math.round(peakRssKiB / 1024) };
+          writeFileSync(path.join(ARTIFACTS, `discovery-os-${name}-boot.json`), JSON.stringify({ ...figures, vm: VM, iso_bytes: readFileSync(iso).length }, null, 2) + '\n');
+          console.log(`discovery OS boot (${name}): ${JSON.stringify(figures)}`);
+          return { inv: JSON.parse(found.inventory as string), serial: serial(), figures };
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      throw new Error(`no inventory within ${BOOT_BUDGET_MS / 1000} s; serial console:\n${serial().slice(-4000)}`);
+    } finally {
+      qemu.kill('SIGKILL');
+      qemu = undefined;
+    }
+  }
+
   vmIt(
-    'boots under QEMU, and its agent registers and reports the VM as it is',
+    'boots the full ISO under QEMU, and its agent registers and reports the VM as it is',
     async () => {
       fullIso ??= await downloadIso('full');
-      const disk = path.join(work, 'disk.qcow2');
-      execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, String(VM.diskBytes)]);
-      // One pipe per guest connection to the API on this machine's loopback.
-      const pipe = path.join(work, 'tcp-pipe.js');
-      writeFileSync(pipe, `const s = require('net').connect(${port}, '127.0.0.1'); process.stdin.pipe(s); s.pipe(process.stdout); s.on('close', () => process.exit(0)); s.on('error', () => process.exit(1));\n`);
-      mkdirSync(ARTIFACTS, { recursive: true });
-      const serialLog = path.join(ARTIFACTS, 'discovery-os-serial.log');
-      const args = [
-        '-accel', 'tcg', '-machine', 'pc', '-m', String(VM.memMiB), '-smp', String(VM.cpus),
-        '-display', 'none', '-monitor', 'none', '-serial', `file:${serialLog}`, '-no-reboot',
-        '-cdrom', fullIso, '-boot', 'd',
-        '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${VM.diskSerial}`,
-        '-netdev', `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:${port}-cmd:${process.execPath} ${pipe}`,
-        '-device', `virtio-net-pci,netdev=n0,mac=${VM.mac}`,
-      ];
-      const started = Date.now();
-      qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-      let qemuErr = '';
-      qemu.stderr?.on('data', (d: Buffer) => (qemuErr += d.toString()));
-      let peakRssKiB = 0;
-      const sampleRss = () => {
-        try {
-          const status = readFileSync(`/proc/${qemu!.pid}/status`, 'utf8');
-          peakRssKiB = Math.max(peakRssKiB, Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0));
-        } catch {
-          /* exited */
-        }
-      };
-      const serial = () => (existsSync(serialLog) ? readFileSync(serialLog, 'utf8') : '');
-      try {
-        let host: Record<string, unknown> | undefined;
-        let registeredMs = 0;
-        while (Date.now() - started < BOOT_BUDGET_MS) {
-          if (qemu!.exitCode !== null) throw new Error(`qemu exited with ${qemu.exitCode}: ${qemuErr}\n${serial().slice(-3000)}`);
-          sampleRss();
-          const hosts = await call('GET', `${localBase}/infra-envs/${infraEnvId}/hosts`);
-          const found = (hosts.body as Array<Record<string, unknown>>)[0];
-          if (found && !registeredMs) registeredMs = Date.now() - started;
-          if (found?.inventory) {
-            host = found;
-            break;
-          }
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-        const inventoryMs = Date.now() - started;
-        if (!host) throw new Error(`no inventory within ${BOOT_BUDGET_MS / 1000} s; serial console:\n${serial().slice(-4000)}`);
-        sampleRss();
-        const figures = { registered_s: registeredMs / 1000, inventory_s: inventoryMs / 1000, qemu_peak_rss_mib: Math.round(peakRssKiB / 1024), vm: VM, iso_bytes: readFileSync(fullIso).length };
-        writeFileSync(path.join(ARTIFACTS, 'discovery-os-boot.json'), JSON.stringify(figures, null, 2) + '\n');
-        console.log(`discovery OS boot: ${JSON.stringify(figures)}`);
+      const { inv, serial } = await bootUntilInventory(fullIso, infraEnvId, 'full', VM.mac);
+      expect(inv.cpu.count).toBe(VM.cpus);
+      expect(inv.cpu.architecture).toBe('x86_64');
+      // MemTotal is the RAM less what the firmware and kernel keep.
+      expect(inv.memory.physical_bytes).toBeLessThanOrEqual(VM.memMiB * 1024 ** 2);
+      expect(inv.memory.physical_bytes).toBeGreaterThan(VM.memMiB * 1024 ** 2 * 0.85);
+      const disk0 = inv.disks.find((d: { name: string }) => d.name === 'vda');
+      expect(disk0).toMatchObject({ path: '/dev/vda', size_bytes: VM.diskBytes, serial: VM.diskSerial, by_id: `/dev/disk/by-id/virtio-${VM.diskSerial}` });
+      // A blank 120 GiB disk passes the service's size check for any role.
+      expect(disk0.installation_eligibility).toEqual({ eligible: true, not_eligible_reasons: [] });
+      expect(inv.interfaces).toEqual([expect.objectContaining({ mac_address: VM.mac })]);
+      // QEMU's user-mode DHCP lease.
+      expect(inv.interfaces[0].ipv4_addresses).toEqual(['10.0.2.15/24']);
+      expect(inv.system_vendor.virtual).toBe(true);
+      expect(inv.boot.current_boot_mode).toBe('bios');
+      // The serial console shows the OS's own steps.
+      expect(serial).toMatch(/landfall-init: .*rootfs unpacked from \/dev\/sr0/);
+      expect(serial).toMatch(/ignition-apply: \d+ files, services: landfall-agent\.service/);
+    },
+    BOOT_BUDGET_MS + 60_000,
+  );
 
-        const inv = JSON.parse(host.inventory as string);
-        expect(inv.cpu.count).toBe(VM.cpus);
-        expect(inv.cpu.architecture).toBe('x86_64');
-        // MemTotal is the RAM less what the firmware and kernel keep.
-        expect(inv.memory.physical_bytes).toBeLessThanOrEqual(VM.memMiB * 1024 ** 2);
-        expect(inv.memory.physical_bytes).toBeGreaterThan(VM.memMiB * 1024 ** 2 * 0.85);
-        const disk0 = inv.disks.find((d: { name: string }) => d.name === 'vda');
-        expect(disk0).toMatchObject({ path: '/dev/vda', size_bytes: VM.diskBytes, serial: VM.diskSerial, by_id: `/dev/disk/by-id/virtio-${VM.diskSerial}` });
-        // A blank 120 GiB disk passes the service's size check for any role.
-        expect(disk0.installation_eligibility).toEqual({ eligible: true, not_eligible_reasons: [] });
-        expect(inv.interfaces).toEqual([expect.objectContaining({ mac_address: VM.mac })]);
-        const nic = inv.interfaces[0];
-        expect(nic.ipv4_addresses).toEqual(['10.0.2.15/24']);
-        expect(inv.system_vendor.virtual).toBe(true);
-        expect(inv.boot.current_boot_mode).toBe('bios');
-        // The serial console shows the OS's own steps.
-        expect(serial()).toMatch(/landfall-init: .*rootfs unpacked from \/dev\/sr0/);
-        expect(serial()).toMatch(/ignition-apply: \d+ files, services: landfall-agent\.service/);
-      } finally {
-        qemu?.kill('SIGKILL');
-        qemu = undefined;
-      }
+  vmIt(
+    'boots the minimal ISO: rootfs from the boot artifacts, then the static address of its NetworkManager profile',
+    async () => {
+      const mac = '52:54:00:4c:46:02';
+      const networkYaml = [
+        'interfaces:',
+        '  - name: eth0',
+        '    type: ethernet',
+        '    state: up',
+        '    ipv4: {enabled: true, dhcp: false, address: [{ip: 10.0.2.50, prefix-length: 24}]}',
+        'dns-resolver: {config: {server: [10.0.2.3]}}',
+      ].join('\n');
+      const ie = await call('POST', `${localBase}/infra-envs`, {
+        body: { name: 'vm-static', pull_secret: PULL_SECRET, image_type: 'minimal-iso', openshift_version: '1.32', static_network_config: [{ network_yaml: networkYaml, mac_interface_map: [{ mac_address: mac, logical_nic_name: 'eth0' }] }] },
+      });
+      expect(ie.status).toBe(201);
+      const iso = await downloadIso('minimal', ie.body.id);
+      const { inv, serial } = await bootUntilInventory(iso, ie.body.id, 'minimal', mac);
+      expect(serial).toContain(`rootfs unpacked from ${publicUrl}/images/boot-artifacts/1.32/x86_64/rootfs.img`);
+      expect(serial).toMatch(/eth0: static profile mac-52:54:00:4c:46:02/);
+      expect(inv.interfaces).toEqual([expect.objectContaining({ mac_address: mac, ipv4_addresses: ['10.0.2.50/24'] })]);
+      expect(inv.cpu.count).toBe(VM.cpus);
     },
     BOOT_BUDGET_MS + 60_000,
   );
