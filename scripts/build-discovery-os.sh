@@ -37,8 +37,8 @@
 # offer at build time (recorded in packages.txt); a cached build is reused as it is.
 # The output is byte-for-byte reproducible from the same .deb files and inputs
 # (sorted cpio entries with fixed times, gzip -n, xorriso with SOURCE_DATE_EPOCH).
-# Needs: apt-get, dpkg-deb, node (this project's), xorriso, mtools and grub-efi-amd64-bin's
-# grub-mkstandalone for EFI (installed from Debian when missing and root).
+# Needs: apt-get, dpkg-deb, node (this project's), xorriso, and for EFI mtools, dosfstools and
+# grub-mkimage with grub-efi-amd64-bin's modules (installed from Debian when missing and root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/versions.sh
@@ -80,7 +80,7 @@ started=$(date +%s)
 need=()
 command -v xorriso >/dev/null 2>&1 || need+=(xorriso)
 command -v mcopy >/dev/null 2>&1 || need+=(mtools)
-command -v grub-mkstandalone >/dev/null 2>&1 || need+=(grub-common)
+command -v grub-mkimage >/dev/null 2>&1 || need+=(grub-common)
 [ -d /usr/lib/grub/x86_64-efi ] || need+=(grub-efi-amd64-bin)
 command -v mkfs.fat >/dev/null 2>&1 || need+=(dosfstools)
 if [ ${#need[@]} -gt 0 ]; then
@@ -292,17 +292,23 @@ menuentry 'Landfall discovery OS' {
 printf '{"file": "images/ignition.img"}\n' > "$S/coreos/igninfo.json"
 printf '{"default": "%s", "files": [{"path": "EFI/BOOT/grub.cfg", "offset": %d}, {"path": "isolinux/isolinux.cfg", "offset": %d}], "size": %d}\n' \
   "$KARGS" "$GRUB_OFF" "$ISOLINUX_OFF" "$KARGS_SIZE" > "$S/coreos/kargs.json"
-# EFI: a standalone GRUB whose built-in config reads the ISO's EFI/BOOT/grub.cfg
-# (the file kargs.json patches), in a small FAT image the firmware boots.
+# EFI: a GRUB core image with its modules built in (grub-mkimage: no memdisk, so the
+# same inputs give the same bytes) whose built-in config reads the ISO's
+# EFI/BOOT/grub.cfg (the file kargs.json patches), in a small FAT image the firmware boots.
 mkdir -p "$WORK/efi"
 printf 'search --no-floppy --set=root --file /coreos/kargs.json\nset prefix=($root)/EFI/BOOT\nconfigfile ($root)/EFI/BOOT/grub.cfg\n' > "$WORK/efi/embedded.cfg"
-grub-mkstandalone -O x86_64-efi -o "$WORK/efi/BOOTX64.EFI" --modules="part_gpt part_msdos iso9660 search search_label search_fs_file linux normal configfile serial terminal echo gzio all_video" \
-  --locales= --fonts= --themes= "boot/grub/grub.cfg=$WORK/efi/embedded.cfg"
-truncate -s 8M "$S/images/efiboot.img"
-mkfs.fat -n LANDFALLEFI -i 4c414e44 "$S/images/efiboot.img" >/dev/null
-MTOOLS_SKIP_CHECK=1 mmd -i "$S/images/efiboot.img" ::/EFI ::/EFI/BOOT
-MTOOLS_SKIP_CHECK=1 mcopy -m -i "$S/images/efiboot.img" "$WORK/efi/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
+grub-mkimage -O x86_64-efi -o "$WORK/efi/BOOTX64.EFI" -c "$WORK/efi/embedded.cfg" -p /EFI/BOOT \
+  part_gpt part_msdos iso9660 search search_label search_fs_file linux normal configfile serial terminal echo gzio all_video
+mkdir -p "$WORK/efi/tree/EFI/BOOT"
+cp "$WORK/efi/BOOTX64.EFI" "$WORK/efi/tree/EFI/BOOT/BOOTX64.EFI"
+find "$WORK/efi/tree" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+truncate -s 2M "$S/images/efiboot.img"
+# --invariant: fixed times in the label entry; mcopy -m keeps the files' (fixed) times.
+mkfs.fat --invariant -n LANDFALLEFI -i 4c414e44 "$S/images/efiboot.img" >/dev/null
+MTOOLS_SKIP_CHECK=1 mcopy -s -m -i "$S/images/efiboot.img" "$WORK/efi/tree/EFI" ::/
 cp "$WORK/efi/BOOTX64.EFI" "$S/EFI/BOOT/BOOTX64.EFI"
+# Every file's time is SOURCE_DATE_EPOCH (xorriso takes the volume's dates from it too).
+find "$S" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 log "writing live.iso"
 xorriso -as mkisofs -quiet -o "$WORK/live.iso" -V "$LABEL" -R \
   -b isolinux/isolinux.bin -c isolinux/boot.cat -no-emul-boot -boot-load-size 4 -boot-info-table \

@@ -27,7 +27,8 @@ import { tempDir } from '../support/services';
 const ROOT = path.resolve(__dirname, '../..');
 const coreosInstaller = path.join(ROOT, '.tools/cargo/bin/coreos-installer');
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-const haveQemu = spawnSync('qemu-system-x86_64', ['--version'], { stdio: 'ignore' }).status === 0;
+const OVMF = '/usr/share/ovmf/OVMF.fd';
+const haveQemu = spawnSync('qemu-system-x86_64', ['--version'], { stdio: 'ignore' }).status === 0 && existsSync(OVMF);
 
 const VM = { cpus: 2, memMiB: 1536, diskBytes: 120 * 1024 ** 3, diskSerial: 'LFDISK0001', mac: '52:54:00:4c:46:01' };
 const BOOT_BUDGET_MS = 240_000;
@@ -140,7 +141,7 @@ describe('Landfall discovery OS', () => {
   const vmIt = haveQemu ? it : it.skip;
   if (!haveQemu) {
     // Stated once: the boot test needs Debian's qemu-system-x86 (scripts/install-system-tools.sh installs it as root).
-    console.warn('discovery OS boot test skipped: qemu-system-x86_64 is not installed (Debian package qemu-system-x86)');
+    console.warn(`discovery OS boot tests skipped: qemu-system-x86_64 or ${OVMF} is missing (Debian packages qemu-system-x86 and ovmf)`);
   }
 
   interface Booted {
@@ -150,7 +151,7 @@ describe('Landfall discovery OS', () => {
   }
 
   /** Boots an ISO with a blank virtio disk and one virtio NIC until the infra-env's host reports an inventory; QEMU is killed after. */
-  async function bootUntilInventory(iso: string, ie: string, name: string, mac: string): Promise<Booted> {
+  async function bootUntilInventory(iso: string, ie: string, name: string, mac: string, firmware: 'bios' | 'uefi'): Promise<Booted> {
     const disk = path.join(work, `${name}.qcow2`);
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, String(VM.diskBytes)]);
     // One pipe per guest connection to the API on this machine's loopback.
@@ -159,7 +160,9 @@ describe('Landfall discovery OS', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     const serialLog = path.join(ARTIFACTS, `discovery-os-${name}-serial.log`);
     const args = [
-      '-accel', 'tcg', '-machine', 'pc', '-m', String(VM.memMiB), '-smp', String(VM.cpus),
+      // BIOS: i440fx, isolinux, the CD on IDE. UEFI: q35 with OVMF, GRUB, the CD on AHCI.
+      ...(firmware === 'uefi' ? ['-machine', 'q35', '-bios', OVMF] : ['-machine', 'pc']),
+      '-accel', 'tcg', '-m', String(VM.memMiB), '-smp', String(VM.cpus),
       '-display', 'none', '-monitor', 'none', '-serial', `file:${serialLog}`, '-no-reboot',
       '-cdrom', iso, '-boot', 'd',
       '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${VM.diskSerial}`,
@@ -203,10 +206,10 @@ describe('Landfall discovery OS', () => {
   }
 
   vmIt(
-    'boots the full ISO under QEMU, and its agent registers and reports the VM as it is',
+    'boots the full ISO under QEMU (UEFI, GRUB), and its agent registers and reports the VM as it is',
     async () => {
       fullIso ??= await downloadIso('full');
-      const { inv, serial } = await bootUntilInventory(fullIso, infraEnvId, 'full', VM.mac);
+      const { inv, serial } = await bootUntilInventory(fullIso, infraEnvId, 'full', VM.mac, 'uefi');
       expect(inv.cpu.count).toBe(VM.cpus);
       expect(inv.cpu.architecture).toBe('x86_64');
       // MemTotal is the RAM less what the firmware and kernel keep.
@@ -220,7 +223,9 @@ describe('Landfall discovery OS', () => {
       // QEMU's user-mode DHCP lease.
       expect(inv.interfaces[0].ipv4_addresses).toEqual(['10.0.2.15/24']);
       expect(inv.system_vendor.virtual).toBe(true);
-      expect(inv.boot.current_boot_mode).toBe('bios');
+      expect(inv.boot.current_boot_mode).toBe('uefi');
+      // GRUB passed the kernel arguments Landfall wrote into the ISO's area.
+      expect(serial).toMatch(/landfall-init: .*kernel arguments: .*coreos\.liveiso=\S+ .* landfall\.test=vm/);
       // The serial console shows the OS's own steps.
       expect(serial).toMatch(/landfall-init: .*rootfs unpacked from \/dev\/sr0/);
       expect(serial).toMatch(/ignition-apply: \d+ files, services: landfall-agent\.service/);
@@ -229,7 +234,7 @@ describe('Landfall discovery OS', () => {
   );
 
   vmIt(
-    'boots the minimal ISO: rootfs from the boot artifacts, then the static address of its NetworkManager profile',
+    'boots the minimal ISO (BIOS, isolinux): rootfs from the boot artifacts, then the static address of its NetworkManager profile',
     async () => {
       const mac = '52:54:00:4c:46:02';
       const networkYaml = [
@@ -245,7 +250,11 @@ describe('Landfall discovery OS', () => {
       });
       expect(ie.status).toBe(201);
       const iso = await downloadIso('minimal', ie.body.id);
-      const { inv, serial } = await bootUntilInventory(iso, ie.body.id, 'minimal', mac);
+      const { inv, serial } = await bootUntilInventory(iso, ie.body.id, 'minimal', mac, 'bios');
+      expect(inv.boot.current_boot_mode).toBe('bios');
+      // isolinux passed the minimal ISO's kernel arguments: no coreos.liveiso, the rootfs URL.
+      expect(serial).toMatch(new RegExp(`kernel arguments: .*coreos\\.live\\.rootfs_url=${publicUrl.replace(/\./g, '\\.')}/images/boot-artifacts/1\\.32/x86_64/rootfs\\.img`));
+      expect(serial).not.toMatch(/kernel arguments: .*coreos\.liveiso=/);
       expect(serial).toContain(`rootfs unpacked from ${publicUrl}/images/boot-artifacts/1.32/x86_64/rootfs.img`);
       expect(serial).toMatch(/eth0: static profile mac-52:54:00:4c:46:02/);
       expect(inv.interfaces).toEqual([expect.objectContaining({ mac_address: mac, ipv4_addresses: ['10.0.2.50/24'] })]);
