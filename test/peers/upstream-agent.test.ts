@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { call, PULL_SECRET } from '../support/api-harness';
-import { eventually, tempDir } from '../support/services';
+import { tempDir } from '../support/services';
 import { startAgentLab, upstreamAgentPrerequisites, type AgentLab } from '../support/upstream-agents';
 import type { Exchange } from '../support/agent-api-proxy';
 
@@ -54,7 +54,31 @@ type Json = any;
 
 const isAgentPath = (x: Exchange) => /^\/api\/assisted-install\/v2\/(infra-envs|clusters)\//.test(x.url);
 const failures = (l: AgentLab) => l.proxy.exchanges.filter((x) => x.status >= 400);
+/** Replies in which the agent refused a step's arguments: its own validation answers exit code -1 with the reason. */
+const refusals = (l: AgentLab) =>
+  l.proxy.exchanges
+    .filter((x) => x.method === 'POST' && /\/instructions$/.test(x.url))
+    .map((x) => JSON.parse(x.requestBody) as Json)
+    .filter((r) => r.exit_code === -1)
+    .map((r) => `${r.step_type} ${r.step_id}: ${r.error}`);
 const describeExchange = (x: Exchange) => `${x.method} ${x.url} → ${x.status}\n  request: ${x.requestBody.slice(0, 600)}\n  response: ${x.responseBody.slice(0, 600)}`;
+
+/**
+ * Polls `fn` until it gives a value; fails at once when an agent request was
+ * answered with an error or an agent refused a step, since either is already
+ * the failure (and the wait would only end in a time-out).
+ */
+async function until<T>(l: AgentLab, what: string, timeoutMs: number, fn: () => Promise<T | undefined | false>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const bad = [...failures(l).map(describeExchange), ...refusals(l)];
+    if (bad.length) throw new Error(`while waiting for ${what}: ${bad.slice(0, 10).join('\n')}`);
+    const value = await fn().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
 
 /** Replies the agents posted, parsed, for one step type. */
 function replies(l: AgentLab, stepType: string): Array<{ hostId: string; status: number; reply: Json }> {
@@ -94,19 +118,16 @@ describe('upstream assisted-installer agent', () => {
       return new Error(
         `${what}: ${err.message}\ncluster ${c.status}: ${c.status_info} [${failing(c.validations_info)}]\n${hosts}\n` +
           `failed agent requests:\n${failures(l).slice(0, 10).map(describeExchange).join('\n') || '(none)'}\n` +
+          `steps the agent refused:\n${[...new Set(refusals(l))].slice(0, 10).join('\n') || '(none)'}\n` +
           l.hosts.map((x) => `=== host ${x.index}\n${l.logs(x.index, 3000)}`).join('\n'),
       );
     };
 
     // Discovery: every host registers and reports its hardware.
-    const discovered = await eventually(
-      async () => {
-        const list = (await call('GET', `${api.base}/infra-envs/${infraEnv.id}/hosts`)).body as Json[];
-        return list.length === 3 && list.every((x) => x.inventory) ? list : undefined;
-      },
-      180_000,
-      'three hosts with an inventory',
-    ).catch(async (err) => {
+    const discovered = await until(l, 'three hosts with an inventory', 180_000, async () => {
+      const list = (await call('GET', `${api.base}/infra-envs/${infraEnv.id}/hosts`)).body as Json[];
+      return list.length === 3 && list.every((x) => x.inventory) ? list : undefined;
+    }).catch(async (err) => {
       throw await diagnose('registration and inventory', err);
     });
     // The lab's hosts have 2 cores, under the default master minimum the role suggestion uses
@@ -114,14 +135,10 @@ describe('upstream assisted-installer agent', () => {
     for (const x of discovered) expect((await call('PATCH', `${api.base}/infra-envs/${infraEnv.id}/hosts/${x.id}`, { body: { host_role: 'master' } })).status).toBe(201);
 
     // Every host is validated known from its own checks; the cluster becomes ready.
-    const ready = await eventually(
-      async () => {
-        const c = (await call('GET', `${api.base}/clusters/${cluster.id}`)).body;
-        return c.status === 'ready' && c.hosts.length === 3 && c.hosts.every((x: Json) => x.status === 'known') ? c : undefined;
-      },
-      360_000,
-      'three known hosts and a ready cluster',
-    ).catch(async (err) => {
+    const ready = await until(l, 'three known hosts and a ready cluster', 360_000, async () => {
+      const c = (await call('GET', `${api.base}/clusters/${cluster.id}`)).body;
+      return c.status === 'ready' && c.hosts.length === 3 && c.hosts.every((x: Json) => x.status === 'known') ? c : undefined;
+    }).catch(async (err) => {
       throw await diagnose('discovery', err);
     });
 
@@ -182,10 +199,11 @@ describe('upstream assisted-installer agent', () => {
     }
 
     expect(failures(l).map(describeExchange)).toEqual([]);
+    expect(refusals(l)).toEqual([]);
 
     // Install: the disk speed check runs on each host's install disk, then the install step.
     expect((await call('POST', `${api.base}/clusters/${cluster.id}/actions/install`)).status).toBe(202);
-    await eventually(async () => l.hosts.every((x) => l.installerRuns(x.index).length > 0 || replies(l, 'install').length === 3), 300_000, 'every agent starting the installer').catch(async (err) => {
+    await until(l, 'every agent starting the installer', 300_000, async () => l.hosts.every((x) => l.installerRuns(x.index).length > 0)).catch(async (err) => {
       throw await diagnose('install', err);
     });
     const speed = replies(l, 'installation-disk-speed-check');
@@ -206,7 +224,7 @@ describe('upstream assisted-installer agent', () => {
     // The agent validates the install step's arguments (InstallCmdRequest) before it runs
     // anything; a refusal is an exit code of -1 with the reason. It accepted them when it
     // started the installer with the cluster's and host's identities.
-    expect(replies(l, 'install').filter((r) => r.reply.exit_code === -1).map((r) => r.reply.error)).toEqual([]);
+    expect(refusals(l)).toEqual([]);
     for (const x of l.hosts) {
       const [run] = l.installerRuns(x.index);
       expect(run).toBeDefined();
@@ -221,11 +239,11 @@ describe('upstream assisted-installer agent', () => {
 
     // Cancel: each agent stops its installer and gathers and uploads its logs.
     expect((await call('POST', `${api.base}/clusters/${cluster.id}/actions/cancel`)).status).toBe(202);
-    await eventually(async () => l.hosts.every((x) => l.stopped(x.index).includes('assisted-installer')), 300_000, 'every agent stopping the installer').catch(async (err) => {
+    await until(l, 'every agent stopping the installer', 300_000, async () => l.hosts.every((x) => l.stopped(x.index).includes('assisted-installer'))).catch(async (err) => {
       throw await diagnose('stop-installation', err);
     });
     const uploaded = (hostId: string) => l.proxy.exchanges.some((x) => x.method === 'POST' && x.url.startsWith(`/api/assisted-install/v2/clusters/${cluster.id}/logs?`) && x.url.includes(`host_id=${hostId}`) && x.status < 300);
-    await eventually(async () => hosts.every((x) => uploaded(x.id)), 300_000, 'every host uploading its logs').catch(async (err) => {
+    await until(l, 'every host uploading its logs', 300_000, async () => hosts.every((x) => uploaded(x.id))).catch(async (err) => {
       throw await diagnose('logs-gather', err);
     });
     for (const host of hosts) {
@@ -237,5 +255,6 @@ describe('upstream assisted-installer agent', () => {
     // Not one agent request was answered with an error, from registration to the log upload.
     expect(l.proxy.exchanges.filter(isAgentPath).length).toBeGreaterThan(0);
     expect(failures(l).map(describeExchange)).toEqual([]);
+    expect(refusals(l)).toEqual([]);
   }, 1_200_000);
 });
