@@ -83,7 +83,8 @@ export function baseDomainProblem(v: string): string | undefined {
 /** Cluster names become DNS labels (api.<name>.<base>). */
 export function clusterNameProblem(v: string): string | undefined {
   if (v.length < 1 || v.length > 54) return 'must be 1 to 54 characters';
-  if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(v)) return 'must be lower-case letters, digits and "-", starting with a letter';
+  // A DNS label (RFC 1123), as the document's pattern and assisted-service allow: "0" and "1-edge" are names.
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v)) return 'must be lower-case letters, digits and "-", starting and ending with a letter or digit';
   return undefined;
 }
 

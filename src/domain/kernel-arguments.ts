@@ -30,6 +30,10 @@ export function splitKargs(line: string): string[] {
 /** Throws a 400 naming the first argument that cannot be applied. */
 export function checkKernelArguments(args: KernelArgument[]): void {
   for (const [i, a] of args.entries()) {
+    // The schema names both fields without requiring them; an operation needs both to mean anything.
+    if (!['append', 'replace', 'delete'].includes(a?.operation) || typeof a?.value !== 'string' || a.value === '') {
+      throw new AppError('bad_request', `kernel_arguments[${i}]: needs an operation (append, replace or delete) and a value`, { field: `kernel_arguments[${i}]` });
+    }
     if (RESERVED.includes(keyOf(a.value))) {
       throw new AppError('bad_request', `kernel_arguments[${i}]: ${keyOf(a.value)} is set by Landfall for the discovery image and cannot be changed`, { field: 'kernel_arguments' });
     }

@@ -73,12 +73,17 @@ export function staticNetworkKeyfiles(hosts: HostStaticNetwork[]): Array<{ name:
   const out: Array<{ name: string; contents: string }> = [];
   hosts.forEach((host, hi) => {
     let state: NmState;
+    if (typeof host.network_yaml !== 'string' || host.network_yaml.trim() === '') throw new StaticNetworkError(`host ${hi}: network_yaml is empty; it must describe the host's interfaces (nmstate YAML)`);
     try {
       state = parseYaml(host.network_yaml) as NmState;
     } catch (err) {
       throw new StaticNetworkError(`host ${hi}: network_yaml is not YAML (${(err as Error).message.split('\n')[0]})`);
     }
-    const macs = new Map(host.mac_interface_map.map((m) => [m.logical_nic_name, m.mac_address.toLowerCase()]));
+    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new StaticNetworkError(`host ${hi}: network_yaml must be an nmstate document (a YAML mapping with interfaces)`);
+    // Absent means no entries (assisted-service requires none); every interface then lacks its MAC, which is said below.
+    const map = host.mac_interface_map ?? [];
+    for (const [mi, m] of map.entries()) if (typeof m?.logical_nic_name !== 'string' || typeof m?.mac_address !== 'string') throw new StaticNetworkError(`host ${hi}: mac_interface_map[${mi}] needs logical_nic_name and mac_address`);
+    const macs = new Map(map.map((m) => [m.logical_nic_name, m.mac_address.toLowerCase()]));
     for (const [nic, mac] of macs) if (!MAC.test(mac)) throw new StaticNetworkError(`host ${hi}: "${mac}" for ${nic} is not a MAC address`);
     const dns = state['dns-resolver']?.config?.server ?? [];
     for (const iface of state.interfaces ?? []) {

@@ -75,6 +75,11 @@ const cases: Case[] = [
   ['NUL in step output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: '{"hostname":"a\u0000b"}' } }], 400, /body\.output/],
   ['NUL in a step error', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 1, error: 'bad\u0000' } }], 400, /body\.error/],
   ['NUL in a query', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&categories=user%00`, {}], 400, /query\.categories/],
+  ['a kernel argument without operation or value', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { kernel_arguments: [{}] } }], 400, /kernel_arguments\[0\]: needs an operation/],
+  ['a kernel argument without a value', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { kernel_arguments: [{ operation: 'append' }] } }], 400, /kernel_arguments\[0\]/],
+  ['static network without mac_interface_map', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: 'interfaces:\n  - name: eth0\n    type: ethernet\n' }] } }], 400, /interface eth0 has no entry in mac_interface_map/],
+  ['static network with an empty network_yaml', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: '', mac_interface_map: [] }] } }], 400, /network_yaml is empty/],
+  ['static network whose YAML is not a mapping', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: '- a\n- b\n', mac_interface_map: [] }] } }], 400, /nmstate document/],
   ['disk encryption, which Landfall does not do', () => ['PATCH', C(), { body: { disk_encryption: { enable_on: 'all', mode: 'tpmv2' } } }], 400, /disk_encryption\.enable_on: "all" is not supported/],
   ['poll timestamp beyond any date', () => ['GET', `${H()}/instructions?timestamp=9223372036854775807`, {}], 400, /timestamp/],
   ['event limit beyond 32 bits', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&limit=99999999999999999999`, {}], 400, /limit/],
@@ -92,6 +97,12 @@ describe('bad input', () => {
     expect(r.body).toMatchObject({ kind: 'Error', id: status, code: String(status), href: '' });
     expect(r.body.reason).toMatch(reason);
     expect(await snapshot()).toEqual(before);
+  });
+
+  it('takes every name the document\'s pattern allows, such as "0"', async () => {
+    const r = await call('POST', `${h.base}/clusters`, { body: { name: '0', openshift_version: '1.31', pull_secret: PULL_SECRET } });
+    expect(r.status).toBe(201);
+    expect((await call('DELETE', `${h.base}/clusters/${r.body.id}`)).status).toBe(204);
   });
 
   it('never answers 500 to a burst of random bodies', async () => {
