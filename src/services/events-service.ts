@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal';
-import { badRequest } from '../errors';
+import { badRequest, notFound } from '../errors';
 import type { EventFilter } from '../db/events-repo';
 import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv } from './access';
@@ -22,6 +22,13 @@ export async function triggerEvent(
   if (!e.cluster_id && !e.infra_env_id) throw badRequest('an event needs cluster_id or infra_env_id');
   if (e.cluster_id) await loadCluster(ctx, p, e.cluster_id);
   if (e.infra_env_id) await loadInfraEnv(ctx, p, e.infra_env_id);
+  // A host named in an event must belong to what the caller named (and so may see): no event about another tenant's host.
+  if (e.host_id) {
+    const q = ctx.db('hosts').where({ id: e.host_id });
+    if (e.infra_env_id) q.where({ infra_env_id: e.infra_env_id });
+    if (e.cluster_id) q.where({ cluster_id: e.cluster_id });
+    if (!(await q.first('id'))) throw notFound(`host ${e.host_id} in the ${e.infra_env_id ? 'infra-env' : 'cluster'} the event names`);
+  }
   let props: Record<string, unknown> | null = null;
   if (e.props) {
     try {

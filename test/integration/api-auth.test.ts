@@ -124,6 +124,13 @@ describe('AUTH_TYPE=local', () => {
       const r = await call(m, u, { headers: agent(bInfraEnv), ...(body ? { body } : {}) });
       expect([m, u, r.status]).toEqual([m, u, 404]);
     }
+    // An agent may post events about its own infra-env's hosts only.
+    const bHost = randomUUID();
+    expect((await call('POST', `${h.base}/infra-envs/${bInfraEnv}/hosts`, { headers: agent(bInfraEnv), body: { host_id: bHost } })).status).toBe(201);
+    const event = (host: string) => ({ infra_env_id: aInfraEnv, host_id: host, severity: 'info', message: 'hello', event_time: new Date().toISOString() });
+    expect((await call('POST', `${h.base}/events`, { headers: agent(aInfraEnv), body: event(aHost) })).status).toBe(201);
+    expect((await call('POST', `${h.base}/events`, { headers: agent(aInfraEnv), body: event(bHost) })).status).toBe(404);
+    expect((await h.db('events').where({ host_id: bHost, message: 'hello' })).length).toBe(0);
     // Agent tokens are not user tokens.
     expect((await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv })}` } })).status).toBe(401);
     // Nothing was written by the foreign agent.
