@@ -314,7 +314,7 @@ xorriso -as mkisofs -quiet -o "$WORK/live.iso" -V "$LABEL" -R \
   -b isolinux/isolinux.bin -c isolinux/boot.cat -no-emul-boot -boot-load-size 4 -boot-info-table \
   -isohybrid-mbr "$POOL/usr/lib/ISOLINUX/isohdpfx.bin" \
   -eltorito-alt-boot -e images/efiboot.img -no-emul-boot -isohybrid-gpt-basdat \
-  "$S" 2>&1 | grep -v 'UPDATE\|^$' >&2 || true
+  "$S" 2>&1 | grep -v 'UPDATE\|^$\|^xorriso 1\.\|SOURCE_DATE_EPOCH encountered' >&2 || true
 [ -s "$WORK/live.iso" ] || die "xorriso wrote no ISO"
 
 # --- output ------------------------------------------------------------------
