@@ -11,8 +11,8 @@
  * to 127.0.0.1:<port> by a guestfwd (one small node pipe per connection), so
  * it never sends a packet off this machine. (Without restrict, the host's
  * loopback is 10.0.2.2, but the guest could then reach any address.) Figures (boot-to-register time, QEMU's memory)
- * are written to test-artifacts/discovery-os-boot.json and the serial
- * console to test-artifacts/discovery-os-serial.log.
+ * are written to test-artifacts/discovery-os-<boot>-boot.json and the serial
+ * console to test-artifacts/discovery-os-<boot>-serial.log.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- inventory JSON is read loosely here */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
