@@ -40,6 +40,9 @@ fi
 
 # -x: never touch the machine's clock (every host shares the kernel's); it still reports sync state.
 chronyd -x -u root -d -f "$dir/chrony.conf" >>"$dir/log/chronyd.log" 2>&1 &
+# A host boots with its time source already chosen (seconds here): wait for it, up to 30 s, so the
+# agent's first NTP report is not taken before chronyd picked the switch's server.
+for _ in $(seq 1 60); do chronyc -n sources 2>/dev/null | grep -q '^\^\*' && break; sleep 0.5; done
 
 export PATH="$dir/bin:$PATH"
 "$LANDFALL_AGENT_BIN/agent" "$@" >>"$dir/log/agent-stdout.log" 2>&1 &
