@@ -182,7 +182,8 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
       const image = path.join(dir, 'scratch.img');
       await run('truncate', ['-s', '1G', image]);
       const loopDevice = (await run('losetup', ['--find', '--show', image])).stdout.trim();
-      cleanups.push(() => run('losetup', ['-d', loopDevice]).then(() => undefined));
+      // The image holds what fio wrote (tens of MB); the logs beside it stay for reading a failure.
+      cleanups.push(() => run('losetup', ['-d', loopDevice]).then(() => rmSync(image, { force: true })));
 
       const hostname = `lab-host-${index}`;
       const out = openSync(path.join(dir, 'log', 'host-init.log'), 'a');
