@@ -41,6 +41,19 @@ export function upstreamAgentBinary(): string {
  * the machine (not root, no network namespaces, the agent's source not to be
  * had); a missing tool that setup installs is an error, not a skip.
  */
+/**
+ * Why the upstream agent cannot be run here, decided before any test is
+ * defined so the test is reported as skipped (never as a pass): not root, or
+ * the agent could not be had from the Go module proxy (install-assisted-agent.sh
+ * writes the proxy's answer into .tools/bin/.assisted-agent-unavailable).
+ */
+export function upstreamAgentUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'the lab needs root (network, PID and mount namespaces)';
+  if (existsSync(upstreamAgentBinary())) return undefined;
+  const note = path.join(toolsDir(), 'bin', '.assisted-agent-unavailable');
+  return existsSync(note) ? `the upstream agent could not be built: ${readFileSync(note, 'utf8').trim()}` : undefined;
+}
+
 export async function upstreamAgentPrerequisites(): Promise<{ skip?: string }> {
   const netns = await netnsAvailable();
   if (!netns.ok) return { skip: netns.reason };
