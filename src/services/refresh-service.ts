@@ -11,7 +11,7 @@ import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDAT
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
-import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { deriveMachineNetwork, hostNetworks, majorityGroupCached, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
@@ -139,6 +139,11 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
     }
   }
   const target = c.machineNetworks[0] ?? deriveMachineNetwork(c.hosts);
+  // AS's connectivity_majority_groups: per network, the hosts that all reach each other (a JSON string).
+  const groups: Record<string, string[]> = {};
+  for (const cidr of c.machineNetworks.length ? c.machineNetworks : target ? [target] : []) groups[cidr] = majorityGroupCached(c.hosts, cidr);
+  const groupsText = JSON.stringify(groups);
+  if (groupsText !== (doc.connectivity_majority_groups ?? '{}')) patch.connectivity_majority_groups = groupsText;
   const free = hostRows.map((h) => {
     try {
       return JSON.parse(String((h.doc as Json).free_addresses ?? '[]')) as Array<{ network: string; free_addresses: string[] }>;
@@ -188,7 +193,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const facts = clusterFacts(cluster, hostList);
   const derived = deriveNetworks(facts, cluster.doc as Json, rows);
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
-  for (const [id, role] of suggestRoles(facts)) hostList.find((h) => h.id === id)!.suggestedRole = role;
+  for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
 
   const updatedRows: HostRow[] = [];
   for (let i = 0; i < rows.length; i++) updatedRows.push(await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId));

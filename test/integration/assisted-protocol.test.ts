@@ -135,6 +135,12 @@ describe('steps handed out as the upstream agent validates them', () => {
     expect(cc).toBeDefined();
     const peers = JSON.parse(cc.args[0]);
     expect(peers).toEqual([{ host_id: b, nics: [{ name: 'eth0', mac: '52:54:00:00:01:02', ip_addresses: ['10.77.13.22'] }] }]);
+    // Both report reaching the other: the cluster lists them as the network's majority group, as AS does.
+    const report = (to: string, ip: string) => JSON.stringify({ remote_hosts: [{ host_id: to, l3_connectivity: [{ remote_ip_address: ip, successful: true, average_rtt_ms: 0.5 }] }] });
+    expect((await reply(ids.infraEnvId, a, { step_type: 'connectivity-check', step_id: 'connectivity-check-a', output: report(b, '10.77.13.22') })).status).toBe(204);
+    expect((await reply(ids.infraEnvId, b, { step_type: 'connectivity-check', step_id: 'connectivity-check-b', output: report(a, '10.77.13.21') })).status).toBe(204);
+    const groups = JSON.parse((await call('GET', `${h.base}/clusters/${ids.clusterId}`)).body.connectivity_majority_groups);
+    expect(groups).toEqual({ '10.77.13.0/24': [a, b].sort() });
   });
 
   it('asks agents that run the installer images to pull them, and not Landfall\'s own agent', async () => {

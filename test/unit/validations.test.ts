@@ -128,6 +128,11 @@ describe('network derivation', () => {
     const roles = suggestRoles(cluster(hs));
     // Smallest sufficient hosts become control plane first (reference §8 ordering).
     expect([...roles].filter(([, r]) => r === 'master').map(([id]) => id)).toEqual(['h1', 'h2', 'h3']);
+    // The master requirements in force decide (HOST_REQUIREMENTS_FILE): 2-core hosts are masters when 2 cores suffice.
+    const small = ['s1', 's2', 's3'].map((id) => host(id, { cpu: 2, ramGiB: 8 }));
+    expect([...suggestRoles(cluster(small))].map(([, r]) => r)).toEqual(['worker', 'worker', 'worker']);
+    const lowered = { ...DEFAULT_LIFECYCLE_SETTINGS.requirements.master, cpuCores: 2, ramMib: 4096 };
+    expect([...suggestRoles(cluster(small), lowered)].map(([, r]) => r)).toEqual(['master', 'master', 'master']);
   });
   it('keeps validations_info in the assisted-service shape', () => {
     const info = JSON.parse(validationsInfo([{ id: 'has-inventory', status: 'success', message: 'ok', blocking: false, hint: 'x' }], () => 'hardware'));

@@ -4,7 +4,7 @@
  * auto-assign hosts. Pure functions over facts.
  */
 import { ipInCidr } from '../input-rules';
-import { DEFAULT_REQUIREMENTS } from './requirements';
+import { DEFAULT_REQUIREMENTS, type RoleRequirements } from './requirements';
 import type { ClusterFacts, HostFacts } from './facts';
 
 /** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
@@ -101,9 +101,9 @@ export function roleWeight(h: HostFacts): number {
   return inv.cpu.count - 4 + 0.1 * (inv.memory.physical_bytes / 1024 ** 3 - 16) + 0.004 * (disk - 100);
 }
 
-export function meetsMaster(h: HostFacts): boolean {
+/** Against the master requirements in force (HOST_REQUIREMENTS_FILE may lower or raise them), the defaults otherwise. */
+export function meetsMaster(h: HostFacts, req: RoleRequirements = DEFAULT_REQUIREMENTS.master): boolean {
   const inv = h.inventory;
-  const req = DEFAULT_REQUIREMENTS.master;
   return Boolean(inv && inv.cpu.count >= req.cpuCores && inv.memory.physical_bytes / 1024 ** 2 >= req.ramMib * 0.98 - 100);
 }
 
@@ -111,12 +111,12 @@ export function meetsMaster(h: HostFacts): boolean {
  * Suggested roles for auto-assign hosts: masters while fewer than the
  * control-plane count (counting hosts the user made masters), the rest workers.
  */
-export function suggestRoles(cluster: ClusterFacts): Map<string, string> {
+export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements = DEFAULT_REQUIREMENTS.master): Map<string, string> {
   const out = new Map<string, string>();
   let masters = cluster.hosts.filter((h) => h.role === 'master').length;
   const auto = cluster.hosts.filter((h) => h.role === 'auto-assign').sort((a, b) => roleWeight(a) - roleWeight(b) || a.id.localeCompare(b.id));
   for (const h of auto) {
-    if (masters < cluster.controlPlaneCount && meetsMaster(h)) {
+    if (masters < cluster.controlPlaneCount && meetsMaster(h, masterReq)) {
       out.set(h.id, 'master');
       masters++;
     } else out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
