@@ -62,6 +62,12 @@ describe('AUTH_TYPE=local', () => {
     expect((await fetch(download, { headers: user('alice') })).status).toBe(200);
     expect((await fetch(`${download}&api_key=${h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv })}`)).status).toBe(200);
     expect((await fetch(download)).status).toBe(401);
+    // The same token has the same rights in its header and in ?api_key: an agent token in X-Secret-Key
+    // downloads what it downloads in ?api_key, and a user's token works in ?api_key as in Authorization.
+    expect((await fetch(download, { headers: agent(aInfraEnv) })).status).toBe(200);
+    expect((await fetch(`${download}&api_key=${h.signer.sign({ use: 'user', sub: 'alice' })}`)).status).toBe(200);
+    expect((await fetch(`${download}&api_key=${h.signer.sign({ use: 'user', sub: 'bob' })}`)).status).toBe(404);
+    expect((await fetch(`${download}&api_key=${h.signer.sign({ use: 'agent', infra_env_id: bInfraEnv })}`)).status).toBe(404);
     // Bad input on these routes is a 400 like anywhere else.
     const notUuid = await call('GET', `${h.base}/clusters/not-a-uuid/logs`, { headers: user('alice') });
     expect(notUuid.status).toBe(400);

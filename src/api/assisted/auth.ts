@@ -19,6 +19,9 @@ function infraError(status: 401 | 403, message: string) {
 }
 
 function toPrincipal(scheme: Scheme, c: TokenClaims): Principal | undefined {
+  // ?api_key carries a user's or an agent's token for downloads without headers; either way the
+  // token has exactly the rights it has in its own header (every urlAuth operation also takes both).
+  if (scheme === 'urlAuth' && c.use === 'user') return toPrincipal('userAuth', c);
   if (scheme === 'userAuth') {
     if (c.use && c.use !== 'user') return undefined;
     if (!c.sub) return undefined;
