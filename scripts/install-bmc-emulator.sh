@@ -33,6 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     || { echo "setup: could not install ${missing[*]}; the BMC tests will skip" >&2; exit 0; }
 fi
 if [ "$(id -u)" = 0 ]; then
+  # libvirtd resolves its built-in QEMU user before it reads qemu.conf, so that user must exist
+  # (libvirt-daemon-system would make it; it is left out above).
+  getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
+  getent passwd libvirt-qemu >/dev/null || useradd --system -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
+  mkdir -p /var/lib/libvirt /var/log/libvirt
   conf=/etc/libvirt/qemu.conf
   mkdir -p /etc/libvirt
   touch "$conf"
