@@ -1,6 +1,7 @@
 import { createSelfCheckActivities, type SelfCheckDeps } from './self-check';
 import { createHostMonitorActivities } from './host-monitor';
 import { createInstallActivities } from './install';
+import { createBmcActivities } from './bmc';
 import type { ServiceContext } from '../src/services/context';
 
 export type ActivityDeps = SelfCheckDeps & { services: ServiceContext };
@@ -11,5 +12,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createSelfCheckActivities(deps),
     ...createHostMonitorActivities(deps.services),
     ...createInstallActivities(deps.services),
+    ...createBmcActivities(deps.services),
   };
 }

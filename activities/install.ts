@@ -29,6 +29,8 @@ export interface PreparedHost {
   role: 'master' | 'worker';
   /** After the pre-install checks started: preparing-for-installation, or already decided from a disk-speed result the host reported before. */
   status: string;
+  /** The host has a BMC: the install boots it from disk through it (activities/bmc.ts). Absent in histories from before BMCs. */
+  bmc?: boolean;
 }
 
 async function moveCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, event: ClusterEvent, extraDoc: Json = {}) {
@@ -125,7 +127,8 @@ export function createInstallActivities(ctx: ServiceContext) {
           const ok = diskSpeedOk((moved.doc as Json).disks_info as string | undefined);
           if (ok !== undefined) moved = await moveHost(ctx, trx, moved, { type: 'DiskSpeedReported', ok });
           const role = effectiveRole(clusterFactsHosts[i]!, { controlPlaneCount: cp } as never);
-          out.push({ hostId: r.id, infraEnvId: r.infra_env_id, role: role === 'worker' ? 'worker' : 'master', status: moved.status });
+          const bmc = ctx.bmc ? Boolean(await ctx.bmc.repo.forHost(r.infra_env_id, r.id, trx)) : false;
+          out.push({ hostId: r.id, infraEnvId: r.infra_env_id, role: role === 'worker' ? 'worker' : 'master', status: moved.status, ...(bmc ? { bmc } : {}) });
         }
         return out;
       });

@@ -25,6 +25,8 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-coreos-installer.sh
   bash scripts/install-compat-venv.sh
   bash scripts/install-assisted-agent.sh
+  # sushy-tools (Redfish emulator) and libvirt for the BMC tests (test/bmc)
+  bash scripts/install-bmc-emulator.sh
 fi
 
 echo "setup: compiling TypeScript" >&2

@@ -67,6 +67,13 @@ export const ENV_SCHEMA = z.object({
   EC_PUBLIC_KEY_PEM: optionalString,
   IMAGE_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600),
   IMAGE_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  BMC_CREDENTIALS_KEY: optionalString.pipe(
+    z
+      .string()
+      .refine((v) => /^[0-9a-f]{64}$/i.test(v) || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, as 64 hex digits or base64 (openssl rand -base64 32)')
+      .optional(),
+  ),
+  BMC_IMAGE_BASE_URL: optionalString.pipe(httpUrl.optional()),
   RELEASES_FILE: optionalString,
   BASE_ISO_PATH: optionalString,
   DISCOVERY_OS_ISO: optionalString,
@@ -119,6 +126,8 @@ export interface Config {
   };
   storage: StorageConfig;
   auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number; imageUrlSecret: string | undefined };
+  /** BMC credentials key (unset: one kept in the database) and the base URL BMCs fetch discovery ISOs from. */
+  bmc: { credentialsKey: string | undefined; imageBaseUrl: string | undefined };
   releasesFile: string | undefined;
   /** The base live ISO (CoreOS layout, with an Ignition embed area) discovery images are made from; unset: none served. */
   images: { baseIsoPath: string | undefined; cacheDir: string; discoveryOsIso?: string };
@@ -200,6 +209,7 @@ export function parseConfig(
     },
     storage,
     auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS, imageUrlSecret: e.IMAGE_URL_SECRET },
+    bmc: { credentialsKey: e.BMC_CREDENTIALS_KEY, imageBaseUrl: e.BMC_IMAGE_BASE_URL?.replace(/\/+$/, '') },
     releasesFile: e.RELEASES_FILE,
     images: {
       baseIsoPath: e.BASE_ISO_PATH ? path.resolve(e.BASE_ISO_PATH) : undefined,
@@ -251,6 +261,8 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     EC_PUBLIC_KEY_PEM: c.auth.publicKeyPem,
     IMAGE_URL_TTL_SECONDS: String(c.auth.imageUrlTtlSeconds),
     IMAGE_URL_SECRET: c.auth.imageUrlSecret,
+    BMC_CREDENTIALS_KEY: c.bmc.credentialsKey,
+    BMC_IMAGE_BASE_URL: c.bmc.imageBaseUrl,
     RELEASES_FILE: c.releasesFile,
     BASE_ISO_PATH: c.images.baseIsoPath,
     DISCOVERY_OS_ISO: c.images.discoveryOsIso,

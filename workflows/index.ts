@@ -2,3 +2,4 @@
 export { selfCheckWorkflow } from './self-check';
 export { hostMonitorWorkflow } from './host-monitor';
 export { installClusterWorkflow } from './install-cluster';
+export { enrollBmcHostWorkflow } from './enroll-bmc-host';

@@ -6,8 +6,10 @@
  * facts (host ids, roles, statuses, stages): Ignition and keys stay in
  * object storage.
  */
-import { ApplicationFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo, allHandlersFinished } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo, allHandlersFinished } from '@temporalio/workflow';
 import type { InstallActivities, PreparedHost } from '../activities/install';
+import type { BmcActivities } from '../activities/bmc';
+import { diskBootDue } from '../src/domain/bmc-disk-boot';
 import { successRule } from '../src/domain/lifecycle/success-rule';
 import { SEARCH_ATTRIBUTES } from '../src/temporal/names';
 import {
@@ -28,6 +30,12 @@ const acts = proxyActivities<InstallActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['not_found', 'no_bootstrap_host'] },
 });
 
+// A host's BMC is driven between its own reboot and the ISO coming back: a few quick attempts, then the user path.
+const bmcActs = proxyActivities<BmcActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['bmc_refused', 'bmc_unconfigured', 'not_found'] },
+});
+
 interface HostState {
   hostId: string;
   role: 'master' | 'worker';
@@ -36,6 +44,9 @@ interface HostState {
   stageSince?: number;
   softWarned?: string;
   retries: number;
+  /** The host has a BMC (prepare said so): the install boots it from disk after the image is written. */
+  bmc?: boolean;
+  diskBoot?: 'switched' | 'restarted' | 'failed';
 }
 
 /** What survives continue-as-new: the install's facts, never its history. */
@@ -101,6 +112,7 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
       h.stage = undefined;
       h.stageSince = undefined;
       h.softWarned = undefined;
+      h.diskBoot = undefined;
       state.error = undefined;
       if (state.phase === 'error') setPhase('installing');
       return { hostId, retry: h.retries };
@@ -126,7 +138,7 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
     setPhase('preparing');
     const prepared = await acts.prepareInstallation({ clusterId: input.clusterId, attempt: input.attempt });
     state.controlPlaneCount = prepared.controlPlaneCount;
-    state.hosts = prepared.hosts.map((h: PreparedHost) => ({ hostId: h.hostId, role: h.role, status: h.status, retries: 0 }));
+    state.hosts = prepared.hosts.map((h: PreparedHost) => ({ hostId: h.hostId, role: h.role, status: h.status, retries: 0, ...(h.bmc ? { bmc: true } : {}) }));
     // Reports committed after prepare's own reads: newer than what prepare returned.
     for (const r of early.values()) apply(r);
     early.clear();
@@ -153,6 +165,7 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
 
   // Installing: follow every host until the success rule is met or cannot be.
   let pendingUser = false;
+  const diskBootsDue = () => state.hosts.some((h) => diskBootDue(h, state) !== undefined);
   while (state.phase === 'installing' || state.phase === 'error') {
     const anyPending = state.hosts.some((h) => h.status === 'installing-pending-user-action');
     if (anyPending !== pendingUser && state.phase === 'installing') {
@@ -162,8 +175,22 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
     const verdict = () => successRule(state.controlPlaneCount, state.hosts);
     waitingFor = state.phase === 'error' ? 'a retry of the failed host (retryHost), a cancel or a reset' : 'hosts to report their install stages';
     const tick = Math.min(60_000, timeouts.stageSoftMs);
-    await condition(() => stopped() || (state.phase === 'installing' && (verdict() !== 'pending' || state.hosts.some((h) => h.status === 'installing-pending-user-action') !== pendingUser)), tick);
+    await condition(() => stopped() || diskBootsDue() || (state.phase === 'installing' && (verdict() !== 'pending' || state.hosts.some((h) => h.status === 'installing-pending-user-action') !== pendingUser)), tick);
     if (stopped()) return finish(cancelled ? 'cancelled' : 'reset');
+    // Hosts with a BMC: after the image is written, disk as boot device and the ISO out; at Rebooting, a restart.
+    for (const h of state.hosts) {
+      const step = diskBootDue(h, state);
+      if (!step) continue;
+      const action = step === 'switch' ? 'boot from disk after the image was written' : 'restart from disk';
+      try {
+        const r = step === 'switch' ? await bmcActs.bootHostFromDisk({ clusterId: input.clusterId, hostId: h.hostId }) : await bmcActs.restartHostFromDisk({ clusterId: input.clusterId, hostId: h.hostId });
+        h.diskBoot = !r.done ? 'failed' : step === 'switch' ? 'switched' : 'restarted';
+      } catch (err) {
+        h.diskBoot = 'failed';
+        const reason = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
+        await bmcActs.reportBmcFailure({ clusterId: input.clusterId, hostId: h.hostId, action, reason });
+      }
+    }
     if (state.phase === 'installing' && verdict() === 'met') break;
     if (state.phase === 'installing' && verdict() === 'impossible') {
       const failed = state.hosts.filter((h) => h.status === 'error').map((h) => h.hostId);

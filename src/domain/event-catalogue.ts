@@ -51,6 +51,12 @@ export const EVENT_CATALOGUE = {
   host_stage_timed_out: { severity: 'warning', category: 'user', template: 'Host {host_name}: installation stage {stage} has been running for {duration} ({kind} timeout){consequence}', description: 'A stage ran past its soft (warning) or hard (failure) timeout.' },
   host_install_retried: { severity: 'info', category: 'user', template: 'Host {host_name}: installation retried (retry {retry})', description: 'A failed host was retried in place.' },
   host_step_failed: { severity: 'warning', category: 'user', template: 'Host {host_name}: step {step_type} failed with exit code {exit_code}: {error}', description: 'An agent step exited non-zero.' },
+  bmc_host_enrolled: { severity: 'info', category: 'user', template: 'BMC {bmc_address}{simulated}: enrolled; powering the machine on from the discovery ISO', description: 'A machine was enrolled by its BMC (POST /v2/infra-envs/{id}/bmc-hosts).' },
+  bmc_status_updated: { severity: 'info', category: 'user', template: 'BMC {bmc_address}{simulated}: updated status from {src_status} to {new_status} ({info})', description: 'An enrolled BMC moved to another status (src/domain/lifecycle/bmc-state-machine.ts).' },
+  bmc_action_succeeded: { severity: 'info', category: 'user', template: 'BMC {bmc_address}{simulated}: {action} done ({detail})', description: 'Landfall drove a BMC: power, virtual media, boot device.' },
+  bmc_action_failed: { severity: 'error', category: 'user', template: 'BMC {bmc_address}{simulated}: {action} failed: {reason}', description: 'A BMC refused a call or could not be reached; the reason names the call and the answer.' },
+  host_bmc_set: { severity: 'info', category: 'user', template: 'Host {host_name}: BMC set to {bmc_address}{simulated}', description: 'A user gave a registered host its BMC (PUT …/hosts/{id}/bmc), or an enrolled BMC was matched to the host that registered.' },
+  host_bmc_removed: { severity: 'info', category: 'user', template: 'Host {host_name}: BMC {bmc_address} removed', description: 'A user removed a host\'s BMC; the install no longer boots it from disk by itself.' },
 } as const satisfies Record<string, EventSpec>;
 
 export type EventName = keyof typeof EVENT_CATALOGUE;

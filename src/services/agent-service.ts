@@ -24,6 +24,7 @@ import type { StepSends } from '../db/hosts-repo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
 import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
+import { attachEnrolledBmc, inventoryMacs } from '../bmc/bmc-service';
 
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
@@ -73,6 +74,8 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
         if (host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(t.to)) reported = { clusterId: host.cluster_id, status: t.to };
       }
     }
+    // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
+    await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
@@ -194,6 +197,8 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       // (The stored text differs from the report: the service decides disk eligibility in it.)
       if ((host.doc as Record<string, unknown>).inventory_digest === inventoryDigest && host.inventory) return undefined;
       await ctx.repos.hosts.update(key, { inventory: output, doc: { ...host.doc, inventory_digest: inventoryDigest } }, trx);
+      // Or it is known by the boot MAC address it was enrolled with.
+      await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(output));
     } else {
       const target = REPLY_FIELD[reply.step_type]!;
       const fields = typeof target === 'string' ? { [target]: output } : target(parsed);

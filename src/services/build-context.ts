@@ -10,6 +10,8 @@ import { BaseImages } from '../images/base-images';
 import { DEFAULT_RELEASES, parseReleaseCatalogue, type ReleaseCatalogue } from '../domain/releases';
 import { DEFAULT_LIFECYCLE_SETTINGS, parseRequirementsOverride, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import type { Repos, ServiceContext } from './context';
+import { createBmcPorts } from '../bmc/ports';
+import { parseCredentialsKey } from '../bmc/credentials';
 
 export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; store: ObjectStore; temporal: Client }): ServiceContext {
   const releases = loadReleases(cfg.releasesFile);
@@ -34,6 +36,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
     installTimeouts: cfg.install,
     installImages: cfg.installImages,
     logs: cfg.logs,
+    bmc: createBmcPorts(ports.db, { key: cfg.bmc.credentialsKey ? parseCredentialsKey(cfg.bmc.credentialsKey) : undefined, imageBaseUrl: cfg.bmc.imageBaseUrl ?? cfg.api.baseUrl }),
     now: () => new Date(),
   };
 }

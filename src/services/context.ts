@@ -48,5 +48,7 @@ export interface ServiceContext {
   /** Log upload limit and collection timeouts; defaults when unset (logs-service.ts). */
   logs?: import('./logs-service').LogsSettings;
   metrics?: import('../metrics').MetricsPort;
+  /** BMC drivers, the credentials box and the repo (src/bmc/ports.ts); unset where no BMC is driven. */
+  bmc?: import('../bmc/ports').BmcPorts;
   now: () => Date;
 }

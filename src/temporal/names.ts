@@ -14,6 +14,7 @@ export const workflowIds = {
   installCluster: (clusterId: string, attempt: number): string => `install-cluster-${clusterId}-attempt-${attempt}`,
   selfCheck: (checkId: string): string => `self-check-${checkId}`,
   hostMonitor: 'host-monitor',
+  enrollBmcHost: (bmcId: string): string => `enroll-bmc-host-${bmcId}`,
 };
 
 /** Schedules the worker keeps in place (created at start, idempotent). */

@@ -22,6 +22,7 @@ import { releasesMatching } from '../../domain/releases';
 import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
 import { streamEvents } from '../event-stream';
 import { componentVersions } from '../../versions';
+import { bmcRoutes } from './bmc.routes';
 
 const principal = (res: Response): Principal => res.locals.principal as Principal;
 const rid = (req: Request): string | undefined => (req as unknown as { id?: string }).id;
@@ -327,5 +328,6 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     res.status(201).end();
   });
 
+  bmcRoutes(r, ctx);
   return r;
 }

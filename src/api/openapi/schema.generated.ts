@@ -652,6 +652,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/bmc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The host's BMC (Landfall extension).
+         * @description The credentials are never returned; `bmc_credentials_set` says they are stored (encrypted).
+         */
+        get: operations["getHostBmc"];
+        /**
+         * Give a registered host its BMC (Landfall extension).
+         * @description Sets (or replaces) the BMC of a host that has registered, as Metal3's
+         *     BareMetalHost names one: `bmc_address`, `bmc_credentials` and an
+         *     optional `boot_mac_address`. The credentials are stored encrypted
+         *     (AES-256-GCM) and never returned. During an install, a host with a BMC
+         *     is switched to boot from disk, its discovery ISO ejected and restarted
+         *     through the BMC once its image is written, instead of waiting for a
+         *     person (installing-pending-user-action). Set it before the install
+         *     starts. No call is made to the BMC here.
+         */
+        put: operations["setHostBmc"];
+        post?: never;
+        /** Forget the host's BMC (Landfall extension). */
+        delete: operations["deleteHostBmc"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/infra-envs/{infra_env_id}/bmc-hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+            };
+            cookie?: never;
+        };
+        /** Machines of this infra-env driven by their BMC (Landfall extension). */
+        get: operations["listBmcHosts"];
+        put?: never;
+        /**
+         * Enrol a machine that has not booted yet by its BMC (Landfall extension).
+         * @description Answers 202 at once with the enrolment in status `enrolling`; a
+         *     workflow then inserts the infra-env's discovery ISO as virtual media,
+         *     sets a one-time boot override to the CD and powers the machine on (or
+         *     restarts it). When its agent registers, the host whose id is the
+         *     System's UUID the BMC reported (or whose inventory has
+         *     `boot_mac_address`) carries the BMC, and the enrolment becomes
+         *     `attached`. A BMC that refuses a call makes it `failed`, with a
+         *     `status_info` naming the BMC, the call (method and path) and its
+         *     answer. 409 when the infra-env has no discovery image to boot.
+         */
+        post: operations["enrollBmcHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/infra-envs/{infra_env_id}/bmc-hosts/{bmc_host_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description A BMC enrolment (Landfall extension). */
+                bmc_host_id: components["parameters"]["bmcHostId"];
+            };
+            cookie?: never;
+        };
+        /** One enrolment (Landfall extension). */
+        get: operations["getBmcHost"];
+        put?: never;
+        post?: never;
+        /** Forget an enrolment (Landfall extension); the machine's power is left as it is. */
+        delete: operations["deleteBmcHost"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/progress": {
         parameters: {
             query?: never;
@@ -1511,6 +1603,12 @@ export interface components {
         };
         /** @description A discovered host. */
         host: {
+            /** @description Landfall extension. The host's BMC (PUT …/hosts/{host_id}/bmc, or an enrolment matched at registration). */
+            bmc_address?: string;
+            /** @description Landfall extension. The BMC's credentials are stored (encrypted); they are never returned. */
+            bmc_credentials_set?: boolean;
+            /** @description Landfall extension. The boot MAC address given with the host's BMC. */
+            boot_mac_address?: string;
             /** @description Landfall extension. JSON object keyed by failing validation id, each with cause, hint, peers and whether it blocks install. */
             validation_remediation?: string;
             /** @enum {string} */
@@ -1608,6 +1706,69 @@ export interface components {
             /** @description JSON document (as a string). */
             fencing_credentials?: string;
         };
+        /** @description A machine's BMC, as Metal3's BareMetalHost names one (Landfall extension). */
+        "bmc-params": {
+            /**
+             * @description `redfish://host[:port]/redfish/v1/Systems/<id>` (https),
+             *     `redfish+http://…`, `redfish+https://…`, the same with
+             *     `redfish-virtualmedia`, or `simulated://<name>` (a simulated BMC
+             *     for the simulated fleet). Without a System path the BMC's only
+             *     System is used. No user or password in the address.
+             */
+            bmc_address: string;
+            /** @description Stored encrypted (AES-256-GCM); never returned. */
+            bmc_credentials: {
+                username: string;
+                /** Format: password */
+                password: string;
+            };
+            /** @description The MAC address of the NIC the machine boots and registers from; matches the agent's inventory. */
+            boot_mac_address?: string;
+            /** @description Accept the BMC's self-signed TLS certificate. */
+            disable_certificate_verification?: boolean;
+        };
+        /** @description A BMC Landfall drives, enrolled before its machine booted or given for a registered host (Landfall extension). */
+        "bmc-host": {
+            /** @enum {string} */
+            kind: "BmcHost";
+            /** Format: uuid */
+            id: string;
+            href: string;
+            /** Format: uuid */
+            infra_env_id: string;
+            /**
+             * Format: uuid
+             * @description The host that carries this BMC, once its agent registered.
+             */
+            host_id?: string;
+            bmc_address: string;
+            bmc_credentials_set: boolean;
+            /** @description A simulated BMC (simulated://); it powers nothing. */
+            simulated?: boolean;
+            boot_mac_address?: string;
+            disable_certificate_verification?: boolean;
+            /** @description The System's UUID as the BMC reported it. */
+            system_uuid?: string;
+            /** @enum {string} */
+            status: "enrolling" | "booting" | "attached" | "failed";
+            status_info: string;
+            /** Format: date-time */
+            status_updated_at?: string;
+            /** @description The last call Landfall made to this BMC and what came of it. */
+            last_action?: {
+                action?: string;
+                /** Format: date-time */
+                at?: string;
+                ok?: boolean;
+                detail?: string;
+            };
+            /** Format: date-time */
+            created_at?: string;
+            /** Format: date-time */
+            updated_at?: string;
+        };
+        /** @description BMCs of an infra-env. */
+        "bmc-host-list": components["schemas"]["bmc-host"][];
         "host-list": components["schemas"]["host"][];
         /** @description A newly registered host and the command that starts its next-step runner. */
         host_registration_response: components["schemas"]["host"] & {
@@ -1821,6 +1982,8 @@ export interface components {
         infraEnvId: string;
         /** @description The host. */
         hostId: string;
+        /** @description A BMC enrolment (Landfall extension). */
+        bmcHostId: string;
         /** @description The software version of the calling agent. */
         discoveryAgentVersion: string;
         /** @description Also return clusters that were deregistered. */
@@ -1901,6 +2064,9 @@ export type SchemaInfraEnvUpdateParams = components['schemas']['infra-env-update
 export type SchemaHostProgressInfo = components['schemas']['host-progress-info'];
 export type SchemaHostProgress = components['schemas']['host-progress'];
 export type SchemaHost = components['schemas']['host'];
+export type SchemaBmcParams = components['schemas']['bmc-params'];
+export type SchemaBmcHost = components['schemas']['bmc-host'];
+export type SchemaBmcHostList = components['schemas']['bmc-host-list'];
 export type SchemaHostList = components['schemas']['host-list'];
 export type SchemaHostRegistrationResponse = components['schemas']['host_registration_response'];
 export type SchemaHostCreateParams = components['schemas']['host-create-params'];
@@ -1928,6 +2094,7 @@ export type ResponseServiceUnavailable = components['responses']['ServiceUnavail
 export type ParameterClusterId = components['parameters']['clusterId'];
 export type ParameterInfraEnvId = components['parameters']['infraEnvId'];
 export type ParameterHostId = components['parameters']['hostId'];
+export type ParameterBmcHostId = components['parameters']['bmcHostId'];
 export type ParameterDiscoveryAgentVersion = components['parameters']['discoveryAgentVersion'];
 export type ParameterGetUnregisteredClusters = components['parameters']['getUnregisteredClusters'];
 export type HeaderEventCount = components['headers']['Event-Count'];
@@ -3486,6 +3653,216 @@ export interface operations {
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHostBmc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The host's BMC. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["bmc-host"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setHostBmc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        /** @description The BMC. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["bmc-params"];
+            };
+        };
+        responses: {
+            /** @description The host's BMC as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["bmc-host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteHostBmc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The BMC was removed from the host. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listBmcHosts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The BMCs, enrolled or given for a host, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["bmc-host-list"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    enrollBmcHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+            };
+            cookie?: never;
+        };
+        /** @description The machine's BMC. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["bmc-params"];
+            };
+        };
+        responses: {
+            /** @description The enrolment, under way. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["bmc-host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBmcHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description A BMC enrolment (Landfall extension). */
+                bmc_host_id: components["parameters"]["bmcHostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The enrolment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["bmc-host"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteBmcHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description A BMC enrolment (Landfall extension). */
+                bmc_host_id: components["parameters"]["bmcHostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     v2UpdateHostInstallProgress: {
