@@ -4,7 +4,9 @@
 # synthetic live ISO of the discovery-image tests, tmux (the CLI's progress
 # bars are captured from a real terminal), chromium (the web UI's browser
 # tests drive Debian's headless Chromium through playwright-core) and
-# qemu-system-x86 and ovmf (test/vm boots the discovery OS under TCG, BIOS and UEFI). The upstream-agent test
+# qemu-system-x86, qemu-utils and ovmf (test/vm boots the discovery OS under TCG, BIOS and UEFI; the VM
+# lab, test/support/vm-lab.ts, gives each VM a qcow2 disk), fdisk (its sfdisk reads the partition table
+# the install wrote to a VM's disk). The upstream-agent test
 # (test/peers) gives the real agent what a discovery host has: chrony (its NTP step asks
 # chronyc; a chronyd in the test network serves time), dnsmasq (DNS answers for its
 # domain-resolution step), nmap (free addresses) and fio (disk speed). Installed only when missing
@@ -24,6 +26,8 @@ command -v nmap >/dev/null 2>&1 || missing+=(nmap)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
 [ -f /usr/share/ovmf/OVMF.fd ] || missing+=(ovmf)
+command -v qemu-img >/dev/null 2>&1 || missing+=(qemu-utils)
+command -v sfdisk >/dev/null 2>&1 || missing+=(fdisk)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); the tests that need them will skip" >&2
