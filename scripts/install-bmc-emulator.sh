@@ -8,7 +8,8 @@
 # /etc/libvirt/qemu.conf: as root, libvirtd would run QEMU as a libvirt-qemu
 # user with a security driver; the test VMs run as root with none, because
 # their network is QEMU user-mode with a guestfwd that runs node (the only
-# way the guest reaches the API, see test/bmc/redfish-vm.test.ts).
+# way the guest reaches the API, see test/bmc/redfish-lab.ts), which also
+# needs QEMU's seccomp sandbox off (it forbids spawning).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="$PWD/.tools/sushy-venv"
@@ -45,6 +46,8 @@ if [ "$(id -u)" = 0 ]; then
   grep -q '^user *=' "$conf" || printf 'user = "root"\ngroup = "root"\n' >> "$conf"
   # Without systemd nobody starts virtlogd: QEMU's output goes to a file directly.
   grep -q '^stdio_handler' "$conf" || printf 'stdio_handler = "file"\n' >> "$conf"
+  # QEMU's seccomp sandbox (spawn=deny) would kill the VM when its guestfwd starts the pipe to the API.
+  grep -q '^seccomp_sandbox' "$conf" || printf 'seccomp_sandbox = 0\n' >> "$conf"
 fi
 stamp="$VENV/.requirements-$(sha256sum "$req" | cut -c1-16)"
 if [ -x "$VENV/bin/sushy-emulator" ] && [ -f "$stamp" ]; then exit 0; fi
