@@ -11,6 +11,7 @@ import type { AgentConfig } from './config';
 import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
 import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
 import { InstallStopped, runStep } from './steps';
+import { Outbox } from './outbox';
 import type { Executor, Steps } from './types';
 
 export interface AgentLog {
@@ -149,6 +150,17 @@ export class HostAgent {
     }
   }
 
+  private box: Outbox | undefined;
+  /** One outbox for the agent's life (made on first use, with the run's signal so it stops with the agent). */
+  private outbox(signal: AbortSignal): Outbox {
+    return (this.box ??= new Outbox((item, sig) => this.client.request(item.method, item.path, item.body, sig), { dir: this.cfg.outboxDir, name: `outbox-${this.cfg.infraEnvId}`, signal, log: (msg, data) => this.log.warn(msg, data) }));
+  }
+
+  /** Reports not yet delivered (kept on disk when the agent has an outbox directory). */
+  get undelivered(): number {
+    return this.box?.pending ?? 0;
+  }
+
   private isDuplicate(stepType: string, exitCode: number, output: string): boolean {
     if (exitCode !== 0) return false;
     const digest = createHash('sha256').update(output).digest('base64');
@@ -187,9 +199,10 @@ export class HostAgent {
     const ctx = {
       executor: this.executor,
       reportProgress: async (stage: string, info?: string) => {
-        const r = await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, { current_stage: stage, progress_info: info ?? '' }, signal);
+        // Through the outbox: a report the service cannot take now is kept and sent later, in order, never dropped.
+        const { answer: r } = await this.outbox(signal).post({ kind: 'progress', method: 'PUT', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/progress`, body: { current_stage: stage, progress_info: info ?? '' } });
         // The service no longer follows this host's install (cancelled, reset): stop, so the next poll brings what it wants instead.
-        if (r.status === 409 && /is not installing/.test(r.text)) throw new InstallStopped();
+        if (r?.status === 409 && /is not installing/.test(r.text)) throw new InstallStopped();
       },
       clusterStatus: async (clusterId: string) => {
         const r = await this.client.request('GET', `/clusters/${clusterId}?exclude-hosts=true`, undefined, signal);
@@ -231,15 +244,12 @@ export class HostAgent {
           this.stats.repliesSkipped++;
           return;
         }
-        try {
-          const r = await this.client.request('POST', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, { step_type: step.step_type, step_id: step.step_id, ...result }, signal);
-          if (r.status === 204) this.stats.replies++;
-          else {
-            this.replyCache.delete(step.step_type);
-            this.log.warn('step reply refused', { step: step.step_type, status: r.status, body: r.text.slice(0, 300) });
-          }
-        } catch {
+        // Through the outbox: a reply the service cannot take now is sent again until it is (the step id keys it).
+        const { answer: r } = await this.outbox(signal).post({ kind: 'reply', method: 'POST', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, body: { step_type: step.step_type, step_id: step.step_id, ...result } });
+        if (r?.status === 204) this.stats.replies++;
+        else if (r) {
           this.replyCache.delete(step.step_type);
+          this.log.warn('step reply refused', { step: step.step_type, status: r.status, body: r.text.slice(0, 300) });
         }
       }),
     );

@@ -16,6 +16,8 @@ export interface AgentConfig {
   /** Overrides the service's next_instruction_seconds (tests, demos). */
   pollIntervalSeconds?: number;
   statusFile?: string;
+  /** Where undelivered reports are kept across restarts (LANDFALL_OUTBOX_DIR); none: memory only. */
+  outboxDir?: string;
   agentVersion: string;
 }
 
@@ -38,6 +40,8 @@ export function loadAgentConfig(opts: { file?: string; env?: Record<string, stri
     noProxy: pick('NO_PROXY', fromFile.noProxy) ?? env.no_proxy,
     pollIntervalSeconds: poll !== undefined ? Number(poll) : undefined,
     statusFile: pick('LANDFALL_STATUS_FILE', fromFile.statusFile) ?? '/run/landfall-agent/status.json',
+    // On disk, so reports survive an agent restart mid-install (/var/lib, not /run: a restart of the agent, not of the host).
+    outboxDir: pick('LANDFALL_OUTBOX_DIR', fromFile.outboxDir) ?? '/var/lib/landfall-agent',
     agentVersion: AGENT_VERSION,
   };
   if (!/^https?:\/\//.test(cfg.serviceUrl)) throw new AgentConfigError('LANDFALL_SERVICE_URL must be an http(s) URL of the Landfall service');

@@ -1,0 +1,79 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Outbox, type OutboxItem } from '../../agent/outbox';
+import type { HttpAnswer } from '../../agent/service-client';
+import { tempDir } from '../support/services';
+
+const answer = (status: number, text = ''): HttpAnswer => ({ status, text, json: <T>() => JSON.parse(text) as T });
+const progress = (stage: string): OutboxItem => ({ kind: 'progress', method: 'PUT', path: '/infra-envs/ie/hosts/h/progress', body: { current_stage: stage } });
+
+/** A service that is away (503 or no answer) for its first `downFor` calls, then takes everything. */
+function flakyService(downFor: number, refuse: (item: OutboxItem) => number | undefined = () => undefined) {
+  const delivered: string[] = [];
+  let calls = 0;
+  const send = async (item: OutboxItem): Promise<HttpAnswer> => {
+    calls++;
+    if (calls <= downFor) {
+      if (calls % 2) throw new Error('ECONNREFUSED');
+      return answer(503, 'database unavailable');
+    }
+    const status = refuse(item);
+    if (status) return answer(status, 'refused');
+    delivered.push((item.body as { current_stage: string }).current_stage);
+    return answer(204);
+  };
+  return { send, delivered, calls: () => calls };
+}
+
+describe('agent outbox', () => {
+  it('answers at once when the service takes the report', async () => {
+    const svc = flakyService(0);
+    const box = new Outbox(svc.send, { baseMs: 1, capMs: 2 });
+    expect((await box.post(progress('Installing'))).answer?.status).toBe(204);
+    expect(box.pending).toBe(0);
+  });
+
+  it('keeps every report while the service is away far past three retries, and delivers them in order', async () => {
+    const svc = flakyService(25);
+    const box = new Outbox(svc.send, { baseMs: 1, capMs: 2 });
+    for (const s of ['Starting installation', 'Installing', 'Writing image to disk', 'Rebooting']) expect((await box.post(progress(s))).answer).toBeUndefined();
+    expect(box.pending).toBe(4);
+    await box.flush();
+    expect(svc.delivered).toEqual(['Starting installation', 'Installing', 'Writing image to disk', 'Rebooting']);
+    expect(svc.calls()).toBeGreaterThan(25);
+    expect(box.pending).toBe(0);
+  });
+
+  it('drops a report the service refuses with a 4xx (its considered answer) and goes on with the next', async () => {
+    const logged: string[] = [];
+    const svc = flakyService(3, (item) => ((item.body as { current_stage: string }).current_stage === 'Bogus' ? 409 : undefined));
+    const box = new Outbox(svc.send, { baseMs: 1, capMs: 2, log: (msg) => logged.push(msg) });
+    await box.post(progress('Installing'));
+    await box.post(progress('Bogus'));
+    await box.post(progress('Rebooting'));
+    await box.flush();
+    expect(svc.delivered).toEqual(['Installing', 'Rebooting']);
+    expect(logged).toEqual(['the service refused a queued report']);
+  });
+
+  it('keeps undelivered reports on disk, and a restarted agent sends them before anything new', async () => {
+    const dir = tempDir('outbox');
+    const stop = new AbortController();
+    const down = flakyService(Number.MAX_SAFE_INTEGER);
+    const first = new Outbox(down.send, { dir, name: 'outbox-ie', baseMs: 1, capMs: 2, signal: stop.signal });
+    await first.post(progress('Installing'));
+    await first.post(progress('Writing image to disk'));
+    stop.abort();
+    await first.flush();
+    const file = path.join(dir, 'outbox-ie.json');
+    expect(existsSync(file)).toBe(true);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toHaveLength(2);
+
+    const up = flakyService(0);
+    const second = new Outbox(up.send, { dir, name: 'outbox-ie', baseMs: 1, capMs: 2 });
+    await second.post(progress('Rebooting'));
+    await second.flush();
+    expect(up.delivered).toEqual(['Installing', 'Writing image to disk', 'Rebooting']);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual([]);
+  });
+});
