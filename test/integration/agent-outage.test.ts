@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- API bodies are read loosely in this test */
 /**
  * The service away mid-install (an API restart, a database failover: to the
  * agent, connections refused) for longer than the agent's request retries:
@@ -52,10 +51,11 @@ async function switchableFront(target: URL) {
 it('keeps the progress reports of a service outage longer than the request retries, and the install finishes', async () => {
   const front = await switchableFront(new URL(h.api.url));
   const stop = new AbortController();
+  let fleet: Promise<unknown> | undefined;
   try {
     const cluster = (await call('POST', `${h.api.base}/clusters`, { body: { name: 'outage', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com', control_plane_count: 1, high_availability_mode: 'None', machine_networks: [{ cidr: '192.168.127.0/24' }] } })).body;
     const ie = (await call('POST', `${h.api.base}/infra-envs`, { body: { name: 'outage-ie', pull_secret: PULL_SECRET, cluster_id: cluster.id } })).body;
-    const fleet = runFleet({ serviceUrl: front.url, infraEnvId: ie.id, count: 1, mix: path.join(FIXTURE_PROFILES, 'worker-slow-stages.yaml'), seed: 'outage', durationSeconds: 300, pollIntervalSeconds: 0.5, rampSeconds: 0 }, stop.signal);
+    fleet = runFleet({ serviceUrl: front.url, infraEnvId: ie.id, count: 1, mix: path.join(FIXTURE_PROFILES, 'worker-slow-stages.yaml'), seed: 'outage', durationSeconds: 300, pollIntervalSeconds: 0.5, rampSeconds: 0 }, stop.signal);
     await waitClusterStatus(h, cluster.id, ['ready'], 60000);
     expect((await call('POST', `${h.api.base}/clusters/${cluster.id}/actions/install`)).status).toBe(202);
     await eventually(async () => ((await call('GET', `${h.api.base}/clusters/${cluster.id}`)).body.hosts[0]?.progress?.current_stage === 'Installing' ? true : undefined), 60000, 'the host installing');
@@ -75,6 +75,7 @@ it('keeps the progress reports of a service outage longer than the request retri
   } finally {
     stop.abort();
     front.setDown(false);
+    await fleet?.catch(() => undefined);
     await front.close();
   }
 }, 240000);
