@@ -53,6 +53,7 @@ stamp="$VENV/.requirements-$(sha256sum "$req" | cut -c1-16)"
 if [ -x "$VENV/bin/sushy-emulator" ] && [ -f "$stamp" ]; then exit 0; fi
 echo "setup: installing sushy-tools (PyPI) into .tools/sushy-venv" >&2
 [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
-"$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$req" \
+  || { echo "setup: could not install sushy-tools from PyPI; the BMC tests will skip" >&2; exit 0; }
 rm -f "$VENV"/.requirements-*
 touch "$stamp"
