@@ -107,7 +107,15 @@ export async function installClusterWorkflow(input: InstallInput, carried?: Carr
     async ({ hostId }) => {
       const h = host(hostId)!;
       h.retries += 1;
-      await acts.retryHostInstall({ clusterId: input.clusterId, attempt: input.attempt, hostId, retry: h.retries, bootstrapHostId: state.bootstrapHostId ?? '', controlPlaneCount: state.controlPlaneCount });
+      // Claimed before the first await: a second retry of this host, validated while this one waits
+      // for its activity, must see it is no longer in error (or it would queue a second install step).
+      h.status = 'retrying';
+      try {
+        await acts.retryHostInstall({ clusterId: input.clusterId, attempt: input.attempt, hostId, retry: h.retries, bootstrapHostId: state.bootstrapHostId ?? '', controlPlaneCount: state.controlPlaneCount });
+      } catch (err) {
+        h.status = 'error';
+        throw err;
+      }
       h.status = 'installing';
       h.stage = undefined;
       h.stageSince = undefined;

@@ -106,9 +106,13 @@ describe('install orchestration', () => {
       // Retrying a host that did not fail is refused by the workflow's validator.
       const good = failed.hosts.find((x: any) => x.status !== 'error');
       expect((await call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${good.id}/actions/retry-install`)).status).toBe(409);
-      const retried = await call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${bad.id}/actions/retry-install`);
-      expect(retried.status).toBe(202);
+      // Two retries at once (two people, two clicks): one is taken, the other refused, one install step queued.
+      const both = await Promise.all([1, 2].map(() => call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${bad.id}/actions/retry-install`)));
+      expect(both.map((r) => r.status).sort()).toEqual([202, 409]);
+      const retried = both.find((r) => r.status === 202)!;
       expect(retried.body.status).toBe('installing');
+      const steps = await h.api.db('host_steps').where({ host_id: bad.id, step_type: 'install' }).pluck('step_id');
+      expect(steps.sort()).toEqual(['install-a1', 'install-a1-r1']);
       await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
       const metrics = (await fetch(`${h.api.url}/metrics`).then((r) => r.text())) as string;
       expect(metrics).toMatch(/^landfall_installs_total\{outcome="failed",release="1\.31",failing_stage="Writing image to disk"\} 1/m);
