@@ -4,7 +4,7 @@
  * and simple `ignition_config_override`s carry. It runs once at boot, from the
  * OS's /init, with the Debian node inside the image (Node 18: no newer APIs).
  *
- *   node ignition-apply.js (--config FILE | --url URL) [--root DIR] [--run-dir DIR]
+ *   node ignition-apply.js (--config FILE | --url URL) [--root DIR] [--run-dir DIR] [--skip-services]
  *
  * What it does:
  * - ignition.version must be 3.x; anything else is refused (exit 2).
@@ -20,7 +20,10 @@
  *   EnvironmentFile= and Environment= lines and execs ExecStart; /init hands
  *   the runners to busybox init, which respawns them (Restart=, RestartSec=
  *   honoured by the runner's delay). Other unit types, drop-ins and
- *   [Unit]/[Install] ordering are ignored with a warning.
+ *   [Unit]/[Install] ordering are ignored with a warning. --skip-services
+ *   (the installed OS applying a role Ignition whose units run kubeadm, which
+ *   the image does not have) writes the units but makes no runners; the
+ *   report lists them as skippedServices.
  * - passwd.users: sshAuthorizedKeys written to ~NAME/.ssh/authorized_keys
  *   (root's for "root", /home/NAME otherwise). The image has no SSH server, so
  *   nobody can log in with them yet: a stated limit.
@@ -55,11 +58,14 @@ export interface ApplyOptions {
   /** Fetches an http(s) source; injected by tests. */
   fetchBytes?: (url: string) => Promise<Buffer>;
   warn?: (msg: string) => void;
+  /** Write enabled units but run none of them (listed in the report's skippedServices). */
+  skipServices?: boolean;
 }
 
 export interface ApplyReport {
   files: string[];
   services: string[];
+  skippedServices: string[];
   networkProfiles: string[];
   warnings: string[];
 }
@@ -297,7 +303,7 @@ function writeFileAt(dest: string, data: Buffer, mode: number | undefined): void
 }
 
 export async function applyIgnition(config: Json, o: ApplyOptions): Promise<ApplyReport> {
-  const report: ApplyReport = { files: [], services: [], networkProfiles: [], warnings: [] };
+  const report: ApplyReport = { files: [], services: [], skippedServices: [], networkProfiles: [], warnings: [] };
   const warn = (m: string) => {
     report.warnings.push(m);
     o.warn?.(m);
@@ -368,6 +374,10 @@ export async function applyIgnition(config: Json, o: ApplyOptions): Promise<Appl
       return existsSync(onDisk) ? readFileSync(onDisk, 'utf8') : '';
     })();
     const unit = parseServiceUnit(contents);
+    if (o.skipServices) {
+      report.skippedServices.push(name);
+      continue;
+    }
     if (!unit.execStart?.length) {
       warn(`${name}: enabled but has no ExecStart: ignored`);
       continue;
@@ -421,9 +431,9 @@ async function main(argv: string[]): Promise<void> {
     throw new IgnitionError(`the Ignition config is not JSON: ${(err as Error).message}`);
   }
   const runDir = arg('--run-dir') ?? '/run/landfall';
-  const report = await applyIgnition(config, { root: arg('--root') ?? '/', runDir, warn: (m) => process.stderr.write(`ignition-apply: warning: ${m}\n`) });
+  const report = await applyIgnition(config, { root: arg('--root') ?? '/', runDir, skipServices: argv.includes('--skip-services'), warn: (m) => process.stderr.write(`ignition-apply: warning: ${m}\n`) });
   appendFileSync(path.join(runDir, 'ignition-report.json'), JSON.stringify(report) + '\n');
-  process.stdout.write(`ignition-apply: ${report.files.length} files, services: ${report.services.join(' ') || 'none'}, network profiles: ${report.networkProfiles.join(' ') || 'none'}\n`);
+  process.stdout.write(`ignition-apply: ${report.files.length} files, services: ${report.services.join(' ') || 'none'}${report.skippedServices.length ? ` (not run: ${report.skippedServices.join(' ')})` : ''}, network profiles: ${report.networkProfiles.join(' ') || 'none'}\n`);
 }
 
 if (require.main === module) {

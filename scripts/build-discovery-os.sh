@@ -38,7 +38,16 @@
 # The output is byte-for-byte reproducible from the same .deb files and inputs
 # (sorted cpio entries with fixed times, gzip -n, xorriso with SOURCE_DATE_EPOCH).
 # Needs: apt-get, dpkg-deb, node (this project's), xorriso, and for EFI mtools, dosfstools and
-# grub-mkimage with grub-efi-amd64-bin's modules (installed from Debian when missing and root).
+# grub-mkimage with grub-efi-amd64-bin's modules, and grub-pc-bin's (BIOS) modules for the
+# installed OS's boot loader (installed from Debian when missing and root).
+#
+# The installed OS: the agent installs this same OS to a host's disk when the service
+# asks (agent/executors/landfall-disk.ts; there is no coreos-installer here). The rootfs
+# carries what that needs besides the running images, in /usr/lib/landfall/installed-os/:
+# GRUB's boot.img and an i386-pc core.img (BIOS; its built-in config reads the boot
+# configuration the agent writes at the start of the disk's first partition), and the
+# kernel's sha256; plus the first-boot reporter (discovery-os/first-boot.ts) that the
+# installed OS runs instead of the agent (landfall.installed=1, see discovery-os/init).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/versions.sh
@@ -82,6 +91,7 @@ command -v xorriso >/dev/null 2>&1 || need+=(xorriso)
 command -v mcopy >/dev/null 2>&1 || need+=(mtools)
 command -v grub-mkimage >/dev/null 2>&1 || need+=(grub-common)
 [ -d /usr/lib/grub/x86_64-efi ] || need+=(grub-efi-amd64-bin)
+[ -f /usr/lib/grub/i386-pc/boot.img ] || need+=(grub-pc-bin)
 command -v mkfs.fat >/dev/null 2>&1 || need+=(dosfstools)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "missing ${need[*]} (Debian packages); install them and run again"
@@ -148,6 +158,7 @@ KVER=$(ls "$POOL/lib/modules")
 # The build's own helpers (TypeScript in discovery-os/), bundled for the host's node and the image's node 18.
 "$ESBUILD" discovery-os/mkcpio.ts --bundle --platform=node --target=node18 --log-level=warning --outfile="$WORK/mkcpio.js"
 "$ESBUILD" discovery-os/ignition-apply.ts --bundle --platform=node --target=node18 --log-level=warning --outfile="$WORK/ignition-apply.js"
+"$ESBUILD" discovery-os/first-boot.ts --bundle --platform=node --target=node18 --log-level=warning --outfile="$WORK/first-boot.js"
 mkcpio() { node "$WORK/mkcpio.js" "$@"; }
 
 # --- rootfs.img ----------------------------------------------------------------
@@ -182,6 +193,31 @@ ln -s /etc/ssl/certs "$R/usr/lib/ssl/certs"
 ln -s /etc/ssl/certs/ca-certificates.crt "$R/usr/lib/ssl/cert.pem"
 cp "$AGENT" "$R/usr/lib/landfall/landfall-agent.js"
 cp "$WORK/ignition-apply.js" "$R/usr/lib/landfall/ignition-apply.js"
+cp "$WORK/first-boot.js" "$R/usr/lib/landfall/first-boot.js"
+# The installed OS's boot loader. core.img goes into the 1 MiB before the disk's first
+# partition (GRUB's boot.img in the MBR loads it from LBA 1); its built-in config finds
+# the boot configuration by block list on that disk's first partition, where the agent
+# wrote it (no file system: kernel, initrd, rootfs and configuration sit at sectors
+# that configuration names).
+mkdir -p "$R/usr/lib/landfall/installed-os" "$WORK/bios"
+cat > "$WORK/bios/embedded.cfg" <<'GRUBCFG'
+serial --unit=0 --speed=115200
+terminal_input serial console
+terminal_output serial console
+regexp --set=1:lfdisk '^\(?([^,)]+)' "$root"
+export lfdisk
+echo "landfall: boot disk ($lfdisk), configuration (${lfdisk},msdos1)0+8"
+configfile (${lfdisk},msdos1)0+8
+echo "landfall: no Landfall boot configuration on (${lfdisk},msdos1)"
+GRUBCFG
+grub-mkimage -O i386-pc -o "$R/usr/lib/landfall/installed-os/core.img" -c "$WORK/bios/embedded.cfg" -p '(hd0,msdos1)' \
+  biosdisk part_msdos linux normal configfile serial terminal echo regexp test
+[ "$(stat -c %s "$R/usr/lib/landfall/installed-os/core.img")" -lt $((2047 * 512)) ] || die "GRUB's core.img does not fit before the first partition"
+cp /usr/lib/grub/i386-pc/boot.img "$R/usr/lib/landfall/installed-os/boot.img"
+sha256sum "$POOL/boot/vmlinuz-$KVER" | cut -d' ' -f1 > "$R/usr/lib/landfall/installed-os/vmlinuz.sha256"
+# What the installed OS's /init starts instead of the agent, retried until it has reported.
+printf '#!/bin/sh\n# Landfall installed OS: reports the remaining install stages (discovery-os/first-boot.ts).\nuntil /usr/bin/node /usr/lib/landfall/first-boot.js "$@"; do echo "landfall-first-boot: retrying in 10 s"; sleep 10; done\n' > "$R/usr/local/bin/landfall-first-boot"
+chmod 755 "$R/usr/local/bin/landfall-first-boot"
 # The ExecStart of the unit Landfall's discovery Ignition writes.
 printf '#!/bin/sh\nexec /usr/bin/node /usr/lib/landfall/landfall-agent.js "$@"\n' > "$R/usr/local/bin/landfall-agent"
 # The agent reboots with `systemctl reboot`; there is no systemd here.

@@ -16,4 +16,4 @@ COREOS_INSTALLER_VERSION=0.27.0
 ASSISTED_AGENT_VERSION=v1.0.10-0.20260416183132-a272a11d4f78
 # Landfall's discovery OS (scripts/build-discovery-os.sh, from Debian bookworm packages): bump when
 # its package set or layout changes. Its cache key also covers the script, discovery-os/ and the agent bundle.
-DISCOVERY_OS_VERSION=1
+DISCOVERY_OS_VERSION=2

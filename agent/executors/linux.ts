@@ -2,6 +2,9 @@
  * The real executor: reads this Linux machine and runs real commands. It is
  * what runs on a host booted from the discovery image. Destructive steps
  * (install writes the disk and reboots) only run when the service asks.
+ * The install runs coreos-installer where there is one (Fedora CoreOS live
+ * images); Landfall's own discovery OS has none and installs itself with
+ * landfall-disk.ts.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -13,6 +16,7 @@ import { promises as dns } from 'node:dns';
 import { gzipSync } from 'node:zlib';
 import { tar } from '../../src/util/tar';
 import type { ConnectivityPeer, Disk, Executor, InstallIo, Interface, Inventory, LogsContext } from '../types';
+import { INSTALLED_OS_DIR, installLandfallOs, systemInstallSources } from './landfall-disk';
 
 const run = promisify(execFile);
 
@@ -32,6 +36,8 @@ export const LOG_SOURCES: ReadonlyArray<{ file: string; cmd: string; args: strin
 ];
 
 const DMESG_TAIL_LINES = 2000;
+
+const onPath = (cmd: string) => (process.env.PATH ?? '/usr/bin:/bin').split(':').some((d) => d && existsSync(path.join(d, cmd)));
 
 async function tryRun(cmd: string, args: string[], timeoutMs = 30000): Promise<string | undefined> {
   try {
@@ -318,17 +324,32 @@ export class LinuxExecutor implements Executor {
     if (!disk.startsWith('/dev/')) throw new Error('install needs boot_device');
     if (!this.fetchIgnition) throw new Error('no way to fetch this host\'s Ignition');
     await report('Starting installation', String(args.role ?? ''));
-    const ign = path.join(os.tmpdir(), 'landfall-host.ign');
-    await fs.writeFile(ign, await this.fetchIgnition(), { mode: 0o600 });
+    const ignition = await this.fetchIgnition();
     await report('Installing', String(args.role ?? ''));
     await report('Writing image to disk');
-    await new Promise<void>((resolve, reject) => {
-      this.installer = spawn('coreos-installer', ['install', disk, '--ignition-file', ign, ...installerArgs(args.installer_args)], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let last = '';
-      this.installer.stderr?.on('data', (d: Buffer) => (last = d.toString().slice(-500)));
-      this.installer.once('error', (e) => reject(new Error(`coreos-installer could not start: ${e.message}`)));
-      this.installer.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`coreos-installer exited ${code}: ${last}`))));
-    });
+    if (!onPath('coreos-installer') && existsSync(`${INSTALLED_OS_DIR}/core.img`)) {
+      // Landfall's own discovery OS has no coreos-installer: it writes itself to the disk
+      // (GRUB, the booted kernel/initrd/rootfs, the role Ignition; see landfall-disk.ts).
+      const src = { ...systemInstallSources(async (cmd, a) => (await run(cmd, a, { timeout: 60_000 })).stdout), cmdline: readText('/proc/cmdline') ?? '' };
+      let last = 0;
+      let reports = Promise.resolve();
+      await installLandfallOs({ device: disk, ignition, args, hostId: await this.hostId(), now: new Date() }, src, (pct) => {
+        if (pct - last < 25) return;
+        last = pct;
+        reports = reports.then(() => report('Writing image to disk', `${pct}%`)).catch(() => undefined);
+      });
+      await reports;
+    } else {
+      const ign = path.join(os.tmpdir(), 'landfall-host.ign');
+      await fs.writeFile(ign, ignition, { mode: 0o600 });
+      await new Promise<void>((resolve, reject) => {
+        this.installer = spawn('coreos-installer', ['install', disk, '--ignition-file', ign, ...installerArgs(args.installer_args)], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let last = '';
+        this.installer.stderr?.on('data', (d: Buffer) => (last = d.toString().slice(-500)));
+        this.installer.once('error', (e) => reject(new Error(`coreos-installer could not start: ${e.message}`)));
+        this.installer.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`coreos-installer exited ${code}: ${last}`))));
+      });
+    }
     await report('Rebooting');
     // The discovery system (and its journal) is gone after the reboot: its logs go up first.
     await io.uploadHostLogs?.();

@@ -22,6 +22,7 @@
  * a lab left behind by a killed test process is swept by the next one.
  */
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -56,6 +57,8 @@ export interface Vm {
   readonly userMac: string;
   /** This VM's address on the bridge (the lab hands it out; the guest configures it, e.g. from static_network_config). */
   readonly bridgeIp: string;
+  /** The SMBIOS system UUID: stable across reboots (the agent's host id), as on real hardware. */
+  readonly uuid: string;
   /** The lease QEMU's user-mode DHCP gives this VM. */
   readonly userIp: string;
   readonly startedAt: number;
@@ -176,6 +179,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
   const procs = new Map<Vm, ChildProcess>();
 
   const launch = async (index: number, spec: Vm['spec'], existing?: Vm): Promise<Vm> => {
+    const uuid = existing?.uuid ?? randomUUID();
     const disk = path.join(dir, `${spec.name}.qcow2`);
     if (!existsSync(disk)) execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, `${spec.diskGiB}G`]);
     const tap = `lftap${index}`;
@@ -192,7 +196,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
       'netns', 'exec', ns, 'qemu-system-x86_64',
       '-name', spec.name, '-machine', 'pc', '-accel', 'tcg', '-m', String(spec.memMiB), '-smp', String(spec.cpus),
       '-display', 'none', '-serial', `file:${serialLog}`, '-monitor', `unix:${monitorSocket},server=on,wait=off`, '-pidfile', pidFile,
-      '-boot', `order=${spec.bootOrder}`,
+      '-uuid', uuid, '-boot', `order=${spec.bootOrder}`,
       ...(spec.iso ? ['-cdrom', spec.iso] : []),
       '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${spec.diskSerial}`,
       '-netdev', `user,id=u0,restrict=on,net=10.0.2.0/24,dhcpstart=${userIp},hostname=${spec.name},guestfwd=tcp:${GUEST_API_HOST}:${opts.apiPort}-cmd:${process.execPath} ${pipe}`,
@@ -226,6 +230,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
       bridgeMac,
       userMac,
       bridgeIp,
+      uuid,
       userIp,
       startedAt,
       pid: () => child.pid,
@@ -329,6 +334,17 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * Requirements for lab VMs (HOST_REQUIREMENTS_FILE): 1 vCPU and 768 MiB pass, so 1 GiB VMs fit on a
+ * small machine; the install disk must still have the default 100 GB, and the disk-speed limits are
+ * loose (a qcow2 file under TCG is not a datacenter disk).
+ */
+export const LAB_REQUIREMENTS = {
+  master: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
+  worker: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
+  sno: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
+};
 
 /** The agent polls every `seconds` instead of the service's 60 s: the discovery unit again, with one Environment= line, as an infra-env ignition_config_override. */
 export function fastPollOverride(seconds: number): string {

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { freePort } from '../../src/dev/process-utils';
 import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
 import { tempDir } from '../support/services';
-import { bridgeStaticNetwork, buildDiscoveryOs, createVmLab, fastPollOverride, plannedVm, vmLabAvailable, waitFor, type Vm, type VmLab } from '../support/vm-lab';
+import { LAB_REQUIREMENTS, bridgeStaticNetwork, buildDiscoveryOs, createVmLab, fastPollOverride, plannedVm, vmLabAvailable, waitFor, type Vm, type VmLab } from '../support/vm-lab';
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
 const prereq = vmLabAvailable();
@@ -32,12 +32,6 @@ const VMS = [
   { name: 'lab-small', cpus: 1, memMiB: 1024, diskGiB: 20, diskSerial: 'LFLABS0003' },
 ] as const;
 const BOOT_BUDGET_MS = 240_000;
-
-export const LAB_REQUIREMENTS = {
-  master: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
-  worker: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
-  sno: { cpuCores: 1, ramMib: 768, diskSyncHardMs: 10_000, diskSyncSoftMs: 5_000 },
-};
 
 // Without QEMU, root or network namespaces the whole file is skipped, and its title says why.
 const describeLab = prereq.ok ? describe : describe.skip;
