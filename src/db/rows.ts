@@ -56,7 +56,7 @@ export interface StepRow {
   step_id: string;
   step_type: string;
   args: string[];
-  state: 'pending' | 'sent' | 'replied';
+  state: 'pending' | 'sent' | 'replied' | 'closed';
   exit_code: number | null;
   output: string | null;
   error: string | null;

@@ -14,12 +14,16 @@ export function createStepsRepo(db: Knex) {
         .onConflict(['infra_env_id', 'host_id', 'step_id'])
         .ignore();
     },
-    /** Hands out every pending step once; a step the agent never answered is handed out again after `resendAfterMs`. */
+    /**
+     * Hands out every pending step once; a step the agent never answered is handed out again after
+     * `resendAfterMs` — except an install step, which runs at most once per dispatch: an agent that
+     * lost it restarted mid-install, and the host's own re-registration says so.
+     */
     async takeDue(k: HostKey, resendAfterMs: number, q: Q = db): Promise<StepRow[]> {
       const cutoff = new Date(Date.now() - resendAfterMs);
       return t(q)
         .where({ infra_env_id: k.infraEnvId, host_id: k.hostId })
-        .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff)))
+        .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff).andWhereNot({ step_type: 'install' })))
         .update({ state: 'sent', sent_at: new Date() })
         .returning('*');
     },
@@ -29,6 +33,10 @@ export function createStepsRepo(db: Knex) {
         .update({ state: 'replied', replied_at: new Date(), ...reply })
         .returning('*');
       return r as StepRow | undefined;
+    },
+    /** Closes the host's unanswered steps of a type (its install finished; no reply will come). */
+    async closeSent(k: HostKey, stepType: string, q: Q = db): Promise<number> {
+      return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_type: stepType, state: 'sent' }).update({ state: 'closed' as StepRow['state'], replied_at: new Date() });
     },
     list(k: HostKey, q: Q = db): Promise<StepRow[]> {
       return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId }).orderBy('seq');

@@ -256,6 +256,8 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     }
     const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info });
     const row = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), doc }, trx);
+    // A finished host answers its install step no more (it rebooted into the installed system): close it.
+    if (t && (t.to === 'installed' || t.to === 'error')) await ctx.repos.steps.closeSent(key, 'install', trx);
     await ctx.repos.events.add(
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,

@@ -54,6 +54,10 @@ describe('a controller that follows the assisted-service protocol', () => {
       const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
       expect(installed.monitored_operators.every((o: any) => o.status === 'available')).toBe(true);
       expect((await call('GET', `${h.api.base}/clusters/${c.clusterId}/downloads/credentials?file_name=kubeconfig`)).status).toBe(200);
+      // No install step is left `sent` once its host is done.
+      await new Promise((r) => setTimeout(r, 1000));
+      const open = await h.api.db('host_steps').whereIn('host_id', installed.hosts.map((x: any) => x.id)).where({ step_type: 'install', state: 'sent' });
+      expect(open).toEqual([]);
     } finally {
       await c.report();
     }

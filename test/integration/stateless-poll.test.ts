@@ -47,3 +47,17 @@ it('hands out a repeating step once across two API processes, and afresh after a
   expect((await call('POST', `${bBase}/infra-envs/${ie.id}/hosts`, { body: { host_id: h1 } })).status).toBe(201);
   expect(await types(a.base)).toEqual(expect.arrayContaining(['inventory', 'connectivity-check']));
 });
+
+it('never hands an install step out twice, while an unanswered other step goes out again after its resend time', async () => {
+  const c = (await call('POST', `${a.base}/clusters`, { body: { name: 'once', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+  const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: 'once-ie', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+  const id = randomUUID();
+  expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts`, { body: { host_id: id } })).status).toBe(201);
+  const longAgo = new Date(Date.now() - 11 * 60_000);
+  for (const [step_id, step_type] of [['install-a1', 'install'], ['logs-gather-x', 'logs-gather']]) {
+    await a.db('host_steps').insert({ infra_env_id: ie.id, host_id: id, step_id, step_type, args: JSON.stringify(['{}']), state: 'sent', sent_at: longAgo });
+  }
+  const handed = ((await call('GET', `${bBase}/infra-envs/${ie.id}/hosts/${id}/instructions`)).body.instructions as Array<{ step_id: string }>).map((s) => s.step_id);
+  expect(handed).toContain('logs-gather-x');
+  expect(handed).not.toContain('install-a1');
+});
