@@ -80,6 +80,8 @@ export async function startEmbeddedPostgres(o: {
   port: number;
   database: string;
   onLog?: (line: string) => void;
+  /** Called when the server exits without stop() asking it to (it crashed or was killed). */
+  onExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
 }): Promise<EmbeddedPg> {
   const bin = binDir();
   const user = runAs();
@@ -116,8 +118,10 @@ export async function startEmbeddedPostgres(o: {
 
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${o.port}/postgres`;
   let proc: ChildProcess | undefined;
+  let stopping = false;
 
   const start = async () => {
+    stopping = false;
     // Loopback only and no Unix socket, so two instances (dev and tests) never share /tmp/.s.PGSQL.*.
     proc = spawn(
       path.join(bin, 'postgres'),
@@ -129,10 +133,15 @@ export async function startEmbeddedPostgres(o: {
     };
     proc.stdout?.on('data', forward);
     proc.stderr?.on('data', forward);
+    const self = proc;
     await waitAcceptingConnections(adminUrl, proc, 30000);
+    self.once('exit', (code, signal) => {
+      if (!stopping && proc === self) o.onExit?.(code, signal);
+    });
   };
   // SIGINT is postgres' "fast shutdown": it rolls back sessions and checkpoints.
   const stop = async () => {
+    stopping = true;
     if (proc) await stopProcess(proc, 15000, 'SIGINT');
   };
 

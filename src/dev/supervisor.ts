@@ -1,7 +1,9 @@
 /**
  * `landfall dev` (what `npm start` runs): Temporal with its UI, PostgreSQL,
  * migrations, then the api and the worker as child processes, exactly as they
- * would run in production. Ctrl-C stops them in reverse order.
+ * would run in production. A component that dies (api, worker, Temporal,
+ * the embedded PostgreSQL) is started again with backoff and the log says so;
+ * Ctrl-C stops them all in reverse order.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -55,6 +57,51 @@ async function waitReady(url: string, timeoutMs: number, children: ChildProcess[
   throw new Error(`the API did not become ready within ${timeoutMs} ms: ${last}`);
 }
 
+/**
+ * Brings a dead component back with backoff (1 s, doubling to 30 s; back to
+ * 1 s once it has stayed up a minute) and says so in the log, rather than
+ * taking the whole stack down: what `landfall dev` promises is that a
+ * component dying is a pause, not an outage a person must notice.
+ */
+export class Restarter {
+  private failures = 0;
+  private upSince = 0;
+
+  constructor(
+    private readonly name: string,
+    private readonly logger: Logger,
+    private readonly isStopping: () => boolean,
+    private readonly start: () => Promise<void>,
+    private readonly opts: { baseMs?: number; capMs?: number; healthyMs?: number } = {},
+  ) {}
+
+  /** The component started (first start or a restart). */
+  started(): void {
+    this.upSince = Date.now();
+  }
+
+  /** The component died: start it again after the backoff, as long as the stack is not stopping. */
+  async died(detail: Record<string, unknown>): Promise<void> {
+    if (this.isStopping()) return;
+    if (Date.now() - this.upSince > (this.opts.healthyMs ?? 60_000)) this.failures = 0;
+    for (;;) {
+      const waitMs = Math.min(this.opts.capMs ?? 30_000, (this.opts.baseMs ?? 1000) * 2 ** this.failures);
+      this.failures++;
+      this.logger.error({ component: this.name, ...detail, restartInMs: waitMs, restarts: this.failures }, `${this.name} exited unexpectedly; restarting it`);
+      await sleep(waitMs);
+      if (this.isStopping()) return;
+      try {
+        await this.start();
+        this.started();
+        this.logger.info({ component: this.name, restarts: this.failures }, `${this.name} restarted`);
+        return;
+      } catch (err) {
+        detail = { err: (err as Error).message };
+      }
+    }
+  }
+}
+
 export async function runDev(cfgIn: Config): Promise<void> {
   const logger: Logger = createLogger(cfgIn, 'dev');
   let cfg = cfgIn;
@@ -85,30 +132,34 @@ export async function runDev(cfgIn: Config): Promise<void> {
       throw new Error(`port ${tPort} is already in use (another Temporal server?); stop it or set TEMPORAL_ADDRESS`);
     }
     logger.info({ address: cfg.temporal.address, uiPort: cfg.temporal.uiPort }, 'starting temporal dev server');
-    temporal = await startTemporalDevServer({
-      binary: temporalBinary(cfg.temporal.cliPath),
-      port: Number(tPort),
-      uiPort: cfg.temporal.uiPort,
-      dbFile: path.join(cfg.stateDir, 'temporal', 'temporal.sqlite'),
-      namespace: cfg.temporal.namespace,
-      retentionHours: cfg.temporal.retentionHours,
-      onOutput: (line) => logger.debug({ component: 'temporal' }, line),
-    });
-    temporal.process.once('exit', (code) => {
-      if (!stopping) {
-        logger.error({ code }, 'temporal server exited unexpectedly');
-        void shutdown(1);
-      }
-    });
+    // Temporal keeps its state in a SQLite file: a restarted server picks every workflow up where it was.
+    const temporalRestarter = new Restarter('temporal', logger, () => stopping, async () => startTemporal());
+    const startTemporal = async () => {
+      temporal = await startTemporalDevServer({
+        binary: temporalBinary(cfg.temporal.cliPath),
+        port: Number(tPort),
+        uiPort: cfg.temporal.uiPort,
+        dbFile: path.join(cfg.stateDir, 'temporal', 'temporal.sqlite'),
+        namespace: cfg.temporal.namespace,
+        retentionHours: cfg.temporal.retentionHours,
+        onOutput: (line) => logger.debug({ component: 'temporal' }, line),
+      });
+      temporal.process.once('exit', (code, signal) => void temporalRestarter.died({ code, signal }));
+    };
+    await startTemporal();
+    temporalRestarter.started();
 
     if (!cfg.database.url) {
       logger.info({ port: cfg.database.embeddedPort }, 'starting embedded postgresql');
+      const pgRestarter = new Restarter('postgres', logger, () => stopping, async () => pg!.start());
       pg = await startEmbeddedPostgres({
         dir: path.join(cfg.stateDir, 'postgres'),
         port: cfg.database.embeddedPort,
         database: 'landfall',
         onLog: (line) => logger.debug({ component: 'postgres' }, line),
+        onExit: (code, signal) => void pgRestarter.died({ code, signal }),
       });
+      pgRestarter.started();
       cfg = { ...cfg, database: { ...cfg.database, url: pg.url } };
     }
 
@@ -129,14 +180,17 @@ export async function runDev(cfgIn: Config): Promise<void> {
     }
 
     for (const name of ['api', 'worker'] as const) {
-      const child = spawnComponent(name, cfg);
-      children.push(child);
-      child.once('exit', (code, signal) => {
-        if (!stopping) {
-          logger.error({ component: name, code, signal }, 'component exited unexpectedly');
-          void shutdown(1);
-        }
-      });
+      const restarter = new Restarter(name, logger, () => stopping, async () => launch());
+      const launch = () => {
+        const child = spawnComponent(name, cfg);
+        children.push(child);
+        child.once('exit', (code, signal) => {
+          children.splice(children.indexOf(child), 1);
+          void restarter.died({ code, signal });
+        });
+      };
+      launch();
+      restarter.started();
     }
     const apiUrl = `http://localhost:${cfg.api.port}`;
     await waitReady(apiUrl, 60000, children);
@@ -148,8 +202,8 @@ export async function runDev(cfgIn: Config): Promise<void> {
         'Landfall is running',
         `  Web UI        ${apiUrl}/`,
         `  API           ${apiUrl}   (liveness ${apiUrl}/healthz, readiness ${apiUrl}/readyz)`,
-        `  Temporal UI   ${temporal.uiUrl}`,
-        `  Temporal      ${temporal.address} (namespace ${cfg.temporal.namespace})`,
+        `  Temporal UI   ${temporal!.uiUrl}`,
+        `  Temporal      ${temporal!.address} (namespace ${cfg.temporal.namespace})`,
         `  PostgreSQL    ${redactUrl(cfg.database.url!)}${pg ? ' (embedded)' : ''}`,
         `  Storage       ${cfg.storage.backend === 'local' ? `local:${cfg.storage.dir}` : `s3:${cfg.storage.endpoint}/${cfg.storage.bucket}`}`,
         `  State         ${cfg.stateDir}`,

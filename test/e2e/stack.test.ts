@@ -167,6 +167,44 @@ describe('landfall dev with the local storage backend', () => {
   });
 });
 
+/** The direct children of a process whose command line matches. */
+function childPids(parent: number, match: RegExp): number[] {
+  const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(parent)], { encoding: 'utf8' });
+  return out.split('\n').map((l) => l.trim()).filter((l) => match.test(l)).map((l) => Number(l.split(/\s+/)[0]));
+}
+
+describe('landfall dev restarts a component that dies', () => {
+  const stateDir = tempDir('stack-restart');
+  let stack: Stack | undefined;
+  afterAll(async () => {
+    if (stack && stack.proc.exitCode === null) await stopStack(stack);
+  });
+
+  it('brings the api, the worker, PostgreSQL and Temporal back, saying so, and keeps serving', async () => {
+    stack = await startStack(stateDir, { DEMO_FLEET_HOSTS: '0' });
+    const s = stack;
+    const ready = async () => (await fetch(`${s.apiUrl}/readyz`).catch(() => undefined))?.status === 200;
+    for (const [name, match] of [
+      ['api', /main\.js api$/],
+      ['worker', /main\.js worker$/],
+      ['postgres', /\/postgres -D /],
+      ['temporal', /temporal server start-dev/],
+    ] as const) {
+      const [pid] = childPids(s.proc.pid!, match);
+      expect([name, pid]).toEqual([name, expect.any(Number)]);
+      process.kill(pid!, 'SIGKILL');
+      await eventually(async () => s.output().includes(`${name} restarted`), 60000, `${name} restarted`);
+      expect(s.output()).toContain(`${name} exited unexpectedly; restarting it`);
+      expect(s.proc.exitCode).toBeNull();
+      await eventually(ready, 60000, `the API ready after ${name} restarted`);
+    }
+    // Everything works end to end after all four came back.
+    await runSelfCheck(s, 'after the restarts');
+    expect(await stopStack(s)).toBe(0);
+    await expectAllStopped(s);
+  }, 300000);
+});
+
 describe('landfall dev with the S3 backend on a real MinIO', () => {
   let minio: TestMinio;
   let stack: Stack | undefined;
