@@ -23,7 +23,7 @@
  */
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -110,7 +110,13 @@ export function vmLabAvailable(): { ok: boolean; reason?: string } {
  * same commands set-up runs; cached, it takes a second). Returns the build's directory.
  */
 export function buildDiscoveryOs(): string {
-  execFileSync(path.join(ROOT, 'node_modules/.bin/esbuild'), ['agent/main.ts', '--bundle', '--platform=node', '--target=node20', '--log-level=warning', '--outfile=dist/agent/landfall-agent.js'], { cwd: ROOT, stdio: 'pipe' });
+  // Built aside and renamed into place only when it changed: two test files may build at once,
+  // and the image build hashes this file.
+  const agent = path.join(ROOT, 'dist/agent/landfall-agent.js');
+  const fresh = `${agent}.${process.pid}.tmp`;
+  execFileSync(path.join(ROOT, 'node_modules/.bin/esbuild'), ['agent/main.ts', '--bundle', '--platform=node', '--target=node20', '--log-level=warning', `--outfile=${fresh}`], { cwd: ROOT, stdio: 'pipe' });
+  if (existsSync(agent) && readFileSync(agent).equals(readFileSync(fresh))) rmSync(fresh);
+  else renameSync(fresh, agent);
   const built = spawnSync('bash', ['scripts/build-discovery-os.sh'], { cwd: ROOT, encoding: 'utf8', timeout: 20 * 60_000 });
   if (built.status !== 0) throw new Error(`scripts/build-discovery-os.sh failed (${built.status}):\n${built.stderr.slice(-3000)}`);
   return built.stdout.trim().split('\n').pop()!;
