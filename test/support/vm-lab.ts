@@ -45,10 +45,12 @@ export interface VmSpec {
   iso?: string;
   /** QEMU's -boot order: 'cd' tries the disk first, then the CD (a datacenter host's usual order); 'dc' the CD first. */
   bootOrder?: string;
+  /** A qcow2 install disk to use (created with diskGiB when missing); by default <lab dir>/<name>.qcow2. */
+  disk?: string;
 }
 
 export interface Vm {
-  readonly spec: Required<Omit<VmSpec, 'iso'>> & { iso?: string };
+  readonly spec: Required<Omit<VmSpec, 'iso' | 'disk'>> & Pick<VmSpec, 'iso' | 'disk'>;
   readonly index: number;
   readonly disk: string;
   readonly serialLog: string;
@@ -142,7 +144,11 @@ export async function sweepStaleLabs(): Promise<string[]> {
     for (const f of readdirSync(dir).filter((x) => x.endsWith('.pid'))) {
       const pid = Number(readFileSync(path.join(dir, f), 'utf8').trim());
       // Only a QEMU this lab started: its command line names this lab's directory.
-      if (pid && alive(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) process.kill(pid, 'SIGKILL');
+      try {
+        if (pid && alive(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone meanwhile */
+      }
     }
     await run('ip', ['netns', 'del', ns]).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -186,7 +192,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
 
   const launch = async (index: number, spec: Vm['spec'], existing?: Vm): Promise<Vm> => {
     const uuid = existing?.uuid ?? randomUUID();
-    const disk = path.join(dir, `${spec.name}.qcow2`);
+    const disk = spec.disk ?? path.join(dir, `${spec.name}.qcow2`);
     if (!existsSync(disk)) execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, `${spec.diskGiB}G`]);
     const tap = `lftap${index}`;
     if (!existing) {
