@@ -4,12 +4,14 @@
  * libvirt domains (type qemu: TCG, no KVM) and sushy-tools 2.2 with its
  * libvirt driver in front of them: a real Redfish BMC for each domain.
  *
- * A domain's only NIC is QEMU user-mode networking with restrict=on and one
+ * A domain's only NIC is QEMU user-mode networking (its DHCP names the host
+ * after the domain) with restrict=on and one
  * guestfwd from 10.0.2.100:<port> to the API on 127.0.0.1:<port> (a small
  * node pipe per connection), passed through as qemu:commandline since libvirt
  * has no guestfwd: the guest reaches nothing but the API, and no packet
  * leaves this machine. sushy-tools fetches the ISO from 127.0.0.1 (the API's
- * BMC_IMAGE_BASE_URL) and listens on 127.0.0.1 only.
+ * BMC_IMAGE_BASE_URL) and listens on 127.0.0.1 only. The serial console file
+ * is appended to across power cycles (discovery boot, then the installed OS).
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -106,13 +108,13 @@ export class RedfishLab {
       <target dev='vda' bus='virtio'/>
       <serial>${d.diskSerial}</serial>
     </disk>
-    <serial type='file'><source path='${d.serialLog}'/><target port='0'/></serial>
+    <serial type='file'><source path='${d.serialLog}' append='on'/><target port='0'/></serial>
     <video><model type='none'/></video>
     <memballoon model='none'/>
   </devices>
   <qemu:commandline>
     <qemu:arg value='-netdev'/>
-    <qemu:arg value='user,id=lfnet0,restrict=on,guestfwd=tcp:10.0.2.100:${opts.apiPort}-cmd:${process.execPath} ${pipe}'/>
+    <qemu:arg value='user,id=lfnet0,restrict=on,hostname=${opts.name},guestfwd=tcp:10.0.2.100:${opts.apiPort}-cmd:${process.execPath} ${pipe}'/>
     <qemu:arg value='-device'/>
     <qemu:arg value='virtio-net-pci,netdev=lfnet0,mac=${d.mac},bus=pci.0,addr=0x10'/>
   </qemu:commandline>
