@@ -82,6 +82,8 @@ describeLab('BMC: a single-node install through Redfish only (sushy-tools + libv
     if (sushy) writeFileSync(path.join(ARTIFACTS, 'redfish-install-sushy.log'), sushy.log());
     await h?.stop().catch(() => undefined);
     await lab.cleanup();
+    // The 120 GiB qcow2 (~100 MB written) and the lab's configs; the serial console and sushy's log are kept above.
+    rmSync(lab.dir, { recursive: true, force: true });
   }, 60_000);
 
   it(
