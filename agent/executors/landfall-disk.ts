@@ -172,8 +172,12 @@ export async function deviceBytes(device: string): Promise<number> {
   return sectors * SECTOR;
 }
 
-/** Writes the whole layout to `device` (a disk or an image file), syncs, reads it back and checks every part. */
-export async function writeLandfallDisk(device: string, images: DiskImages, plan: DiskPlan, onProgress?: (percent: number) => void): Promise<void> {
+/**
+ * Writes the whole layout to `device` (a disk or an image file), syncs, reads it back and checks every part.
+ * With `dropCaches` (the installing host, root) the kernel's page cache is dropped first, so the read
+ * comes from the disk rather than from the memory the write went through.
+ */
+export async function writeLandfallDisk(device: string, images: DiskImages, plan: DiskPlan, onProgress?: (percent: number) => void, opts: { dropCaches?: boolean } = {}): Promise<void> {
   const total = await deviceBytes(device);
   const end = (plan.partitionStartLba + plan.partitionSectors) * SECTOR;
   if (end > total) throw new Error(`${device} has ${total} bytes; the installed OS needs ${end}`);
@@ -203,6 +207,7 @@ export async function writeLandfallDisk(device: string, images: DiskImages, plan
     await fh.sync();
     await write(masterBootRecord(images.bootImg, plan), 0);
     await fh.sync();
+    if (opts.dropCaches) await fs.writeFile('/proc/sys/vm/drop_caches', '1\n').catch(() => undefined);
     for (const p of plan.parts) {
       const back = Buffer.alloc(p.bytes);
       await fh.read(back, 0, p.bytes, partOffset + p.sector * SECTOR);
@@ -303,14 +308,14 @@ export async function installLandfallOs(req: InstallRequest, src: InstallSources
   // The disk signature names this install: the first 4 bytes of the host id.
   const signature = parseInt(installed.host_id.replace(/-/g, '').slice(0, 8), 16) || 0x4c464400;
   const plan = planDisk(all, installedKernelArguments(src.cmdline), signature);
-  await writeLandfallDisk(req.device, all, plan, onProgress);
+  await writeLandfallDisk(req.device, all, plan, onProgress, { dropCaches: true });
   return { ...plan, from: images.from };
 }
 
 /** The running system as InstallSources: /proc/cmdline, busybox findfs and mount, fetch. */
-export function systemInstallSources(run: (cmd: string, args: string[]) => Promise<string>): InstallSources {
+export function systemInstallSources(run: (cmd: string, args: string[]) => Promise<string>, cmdline: string): InstallSources {
   return {
-    cmdline: '',
+    cmdline,
     readFile: (p) => fs.readFile(p),
     listDir: (p) => fs.readdir(p).catch(() => [] as string[]),
     async mountLiveIso(label) {

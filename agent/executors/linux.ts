@@ -330,7 +330,7 @@ export class LinuxExecutor implements Executor {
     if (!onPath('coreos-installer') && existsSync(`${INSTALLED_OS_DIR}/core.img`)) {
       // Landfall's own discovery OS has no coreos-installer: it writes itself to the disk
       // (GRUB, the booted kernel/initrd/rootfs, the role Ignition; see landfall-disk.ts).
-      const src = { ...systemInstallSources(async (cmd, a) => (await run(cmd, a, { timeout: 60_000 })).stdout), cmdline: readText('/proc/cmdline') ?? '' };
+      const src = systemInstallSources(async (cmd, a) => (await run(cmd, a, { timeout: 60_000 })).stdout, readText('/proc/cmdline') ?? '');
       let last = 0;
       let reports = Promise.resolve();
       await installLandfallOs({ device: disk, ignition, args, hostId: await this.hostId(), now: new Date() }, src, (pct) => {

@@ -178,6 +178,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
   const apiSock = path.join(dir, 'api.sock');
   const forwarder = net.createServer((c) => {
     const s = net.connect(opts.apiPort, '127.0.0.1');
+    // Each side's end is passed on after its data (pipe), so a reply is never cut short.
     c.pipe(s).pipe(c);
     const end = () => (c.destroy(), s.destroy());
     c.on('error', end);
@@ -185,7 +186,20 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
   });
   await new Promise<void>((resolve) => forwarder.listen(apiSock, resolve));
   const pipe = path.join(dir, 'pipe.js');
-  writeFileSync(pipe, `const s = require('net').connect(${JSON.stringify(apiSock)}); process.stdin.pipe(s); s.pipe(process.stdout); s.on('close', () => process.exit(0)); s.on('error', () => process.exit(1));\n`);
+  // QEMU hands the command a socket as stdin/stdout, whose writes node buffers: exit only once the
+  // API's last bytes are written out, or a reply the API sent just before it closed is lost.
+  writeFileSync(
+    pipe,
+    [
+      `const s = require('net').connect(${JSON.stringify(apiSock)});`,
+      'process.stdin.pipe(s);',
+      "s.on('data', (d) => process.stdout.write(d));",
+      "s.on('end', () => process.stdout.write('', () => process.exit(0)));",
+      "s.on('error', () => process.exit(1));",
+      "process.stdout.on('error', () => process.exit(1));",
+      '',
+    ].join('\n'),
+  );
 
   const vms: Vm[] = [];
   const procs = new Map<Vm, ChildProcess>();

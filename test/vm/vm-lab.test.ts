@@ -31,7 +31,8 @@ const VMS = [
   { name: 'lab-b', cpus: 1, memMiB: 1152, diskGiB: 110, diskSerial: 'LFLABB0002' },
   { name: 'lab-small', cpus: 1, memMiB: 1024, diskGiB: 20, diskSerial: 'LFLABS0003' },
 ] as const;
-const BOOT_BUDGET_MS = 240_000;
+// Bounds, not expectations: three VMs on a busy 2-core machine took up to 140 s.
+const BOOT_BUDGET_MS = 360_000;
 
 // Without QEMU, root or network namespaces the whole file is skipped, and its title says why.
 const describeLab = prereq.ok ? describe : describe.skip;
@@ -127,7 +128,7 @@ describeLab(`VM lab: three VMs on a bridge, booted from the discovery ISO${prere
         return { from, to, l3: remote?.l3_connectivity as any[] | undefined };
       });
       return results.every((r) => r.l3?.some((c) => c.remote_ip_address === vmNamed(r.to).bridgeIp && c.successful)) && results;
-    }, 90_000, 'every VM reports every peer reachable on the bridge', lab!.vms, 2000);
+    }, 150_000, 'every VM reports every peer reachable on the bridge', lab!.vms, 2000);
     for (const r of seen) {
       const peer = vmNamed(r.to);
       expect(r.l3).toContainEqual(expect.objectContaining({ remote_ip_address: peer.bridgeIp, successful: true, packet_loss_percentage: 0 }));
