@@ -4,7 +4,7 @@
  * The boot test (test/vm) runs both inside the OS; these pin the details.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { discoveryIgnition, mergeIgnition } from '../../src/domain/discovery-ignition';
 import { staticNetworkKeyfiles } from '../../src/domain/static-network';
@@ -106,6 +106,18 @@ describe('discovery OS Ignition applier', () => {
     mkdirSync(path.join(root, 'etc'), { recursive: true });
     writeFileSync(path.join(root, 'etc/keep'), 'old');
     await expect(applyIgnition({ ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/keep', contents: { source: 'data:,new' } }] } }, { root, runDir })).rejects.toThrow(/overwrite is not true/);
+  });
+
+  it('applies a role Ignition in the installed OS with --skip-services: files written, units written but not run', async () => {
+    const root = tempDir('applier-root');
+    const runDir = tempDir('applier-run');
+    const unit = '[Service]\nType=oneshot\nExecStart=/usr/bin/kubeadm init --config /etc/landfall/kubeadm.yaml\n[Install]\nWantedBy=multi-user.target\n';
+    const cfg = { ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/landfall/kubeadm.yaml', mode: 0o600, contents: { source: 'data:,kind%3A%20InitConfiguration' } }] }, systemd: { units: [{ name: 'landfall-kubeadm.service', enabled: true, contents: unit }] } };
+    const report = await applyIgnition(cfg, { root, runDir, skipServices: true });
+    expect(readFileSync(path.join(root, 'etc/landfall/kubeadm.yaml'), 'utf8')).toBe('kind: InitConfiguration');
+    expect(readFileSync(path.join(root, 'etc/systemd/system/landfall-kubeadm.service'), 'utf8')).toBe(unit);
+    expect(report).toMatchObject({ services: [], skippedServices: ['landfall-kubeadm.service'] });
+    expect(readdirSync(path.join(runDir, 'services'))).toEqual([]);
   });
 
   it('parses unit and keyfile details', () => {
