@@ -45,8 +45,9 @@
 # asks (agent/executors/landfall-disk.ts; there is no coreos-installer here). The rootfs
 # carries what that needs besides the running images, in /usr/lib/landfall/installed-os/:
 # GRUB's boot.img and an i386-pc core.img (BIOS; its built-in config reads the boot
-# configuration the agent writes at the start of the disk's first partition), and the
-# kernel's sha256; plus the first-boot reporter (discovery-os/first-boot.ts) that the
+# configuration the agent writes at the start of the disk's first partition), a 4 MiB
+# FAT EFI system partition image with an x86_64-efi GRUB built with the same config
+# (UEFI), and the kernel's sha256; plus the first-boot reporter (discovery-os/first-boot.ts) that the
 # installed OS runs instead of the agent (landfall.installed=1, see discovery-os/init).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -215,6 +216,16 @@ grub-mkimage -O i386-pc -o "$R/usr/lib/landfall/installed-os/core.img" -c "$WORK
 [ "$(stat -c %s "$R/usr/lib/landfall/installed-os/core.img")" -lt $((2047 * 512)) ] || die "GRUB's core.img does not fit before the first partition"
 cp /usr/lib/grub/i386-pc/boot.img "$R/usr/lib/landfall/installed-os/boot.img"
 sha256sum "$POOL/boot/vmlinuz-$KVER" | cut -d' ' -f1 > "$R/usr/lib/landfall/installed-os/vmlinuz.sha256"
+# UEFI: the same built-in config in an x86_64-efi GRUB, as EFI/BOOT/BOOTX64.EFI on a small FAT
+# EFI system partition the agent writes as the disk's second partition (the first stays BIOS's).
+mkdir -p "$WORK/esp/EFI/BOOT"
+grub-mkimage -O x86_64-efi -o "$WORK/esp/EFI/BOOT/BOOTX64.EFI" -c "$WORK/bios/embedded.cfg" -p /EFI/BOOT \
+  part_msdos linux normal configfile serial terminal echo regexp test all_video
+find "$WORK/esp" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+truncate -s 4M "$WORK/esp.img"
+mkfs.fat --invariant -n LANDFALLESP -i 4c464553 "$WORK/esp.img" >/dev/null
+MTOOLS_SKIP_CHECK=1 mcopy -s -m -i "$WORK/esp.img" "$WORK/esp/EFI" ::/
+cp "$WORK/esp.img" "$R/usr/lib/landfall/installed-os/esp.img"
 # What the installed OS's /init starts instead of the agent, retried until it has reported.
 printf '#!/bin/sh\n# Landfall installed OS: reports the remaining install stages (discovery-os/first-boot.ts).\nuntil /usr/bin/node /usr/lib/landfall/first-boot.js "$@"; do echo "landfall-first-boot: retrying in 10 s"; sleep 10; done\n' > "$R/usr/local/bin/landfall-first-boot"
 chmod 755 "$R/usr/local/bin/landfall-first-boot"

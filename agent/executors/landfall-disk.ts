@@ -12,8 +12,8 @@
  *   LBA 1…2047     GRUB's core.img (i386-pc, built by scripts/build-discovery-os.sh
  *                  with its modules and a config that reads the boot
  *                  configuration below), in the gap before the first partition
- *   partition 1    from LBA 2048, type 0xda (non-file-system data), active;
- *                  no file system, every part at a fixed sector:
+ *   partition 1    from LBA 2048, type 0xda (non-file-system data), active
+ *                  (what BIOS boots); no file system, every part at a fixed sector:
  *     +0           grub.cfg (4 KiB of text): `linux` and `initrd` by GRUB
  *                  block lists, kernel arguments with landfall.installed=1
  *     +8           landfall-disk.json (4 KiB): what was written where, with sha256s
@@ -22,6 +22,9 @@
  *                  /config.ign (the role Ignition), /etc/landfall/installed.json,
  *                  /etc/landfall/agent.env and the static network keyfiles, as
  *                  coreos-installer --copy-network copies them
+ *   partition 2    (when the image has one) the EFI system partition, type 0xef:
+ *                  a 4 MiB FAT with an x86_64-efi GRUB whose built-in config is
+ *                  core.img's, so UEFI boots the same grub.cfg from partition 1
  *
  * GRUB loads the three images and the configuration as initrds; /init then
  * finds the rootfs already unpacked, applies the role Ignition and starts the
@@ -58,6 +61,8 @@ export interface DiskImages {
   rootfs: Buffer;
   /** The configuration initrd (configInitrd()). */
   config: Buffer;
+  /** The EFI system partition (a FAT image with GRUB's BOOTX64.EFI), written as partition 2 when present. */
+  esp?: Buffer;
 }
 
 export interface PartPlacement {
@@ -74,6 +79,8 @@ export interface DiskPlan {
   partitionStartLba: number;
   partitionSectors: number;
   parts: PartPlacement[];
+  /** The EFI system partition, partition 2: absolute LBA and length. */
+  esp?: { startLba: number; sectors: number; bytes: number; sha256: string };
   kernelArguments: string;
 }
 
@@ -82,7 +89,7 @@ const sectorsOf = (bytes: number) => Math.ceil(bytes / SECTOR);
 const alignMib = (sectors: number) => Math.ceil(sectors / (MIB / SECTOR)) * (MIB / SECTOR);
 
 /** Where each part goes: from 1 MiB into the partition, each on a 1 MiB boundary. */
-export function planDisk(images: Pick<DiskImages, 'kernel' | 'initrd' | 'rootfs' | 'config'>, kernelArguments: string, signature: number): DiskPlan {
+export function planDisk(images: Pick<DiskImages, 'kernel' | 'initrd' | 'rootfs' | 'config' | 'esp'>, kernelArguments: string, signature: number): DiskPlan {
   if (images.config.length > CONFIG_AREA_BYTES) throw new Error(`the configuration (${images.config.length} bytes) is larger than its ${CONFIG_AREA_BYTES}-byte area`);
   const parts: PartPlacement[] = [];
   let sector = MIB / SECTOR;
@@ -96,10 +103,11 @@ export function planDisk(images: Pick<DiskImages, 'kernel' | 'initrd' | 'rootfs'
     parts.push({ name, sector, sectors, bytes: data.length, sha256: sha256(data) });
     sector = alignMib(sector + sectors);
   }
-  return { signature, partitionStartLba: PARTITION_START_LBA, partitionSectors: sector, parts, kernelArguments };
+  const esp = images.esp ? { startLba: alignMib(PARTITION_START_LBA + sector), sectors: sectorsOf(images.esp.length), bytes: images.esp.length, sha256: sha256(images.esp) } : undefined;
+  return { signature, partitionStartLba: PARTITION_START_LBA, partitionSectors: sector, parts, ...(esp ? { esp } : {}), kernelArguments };
 }
 
-/** The MBR: GRUB's boot code, the disk signature and one active partition (CHS fields say "use LBA"). */
+/** The MBR: GRUB's boot code, the disk signature, the active partition and the ESP if any (CHS fields say "use LBA"). */
 export function masterBootRecord(bootImg: Buffer, plan: DiskPlan): Buffer {
   if (bootImg.length < 440) throw new Error(`boot.img has ${bootImg.length} bytes, expected 512`);
   const mbr = Buffer.alloc(SECTOR);
@@ -112,6 +120,14 @@ export function masterBootRecord(bootImg: Buffer, plan: DiskPlan): Buffer {
   Buffer.from([0xfe, 0xff, 0xff]).copy(mbr, e + 5);
   mbr.writeUInt32LE(plan.partitionStartLba, e + 8);
   mbr.writeUInt32LE(plan.partitionSectors, e + 12);
+  if (plan.esp) {
+    const f = e + 16;
+    Buffer.from([0xfe, 0xff, 0xff]).copy(mbr, f + 1);
+    mbr[f + 4] = 0xef;
+    Buffer.from([0xfe, 0xff, 0xff]).copy(mbr, f + 5);
+    mbr.writeUInt32LE(plan.esp.startLba, f + 8);
+    mbr.writeUInt32LE(plan.esp.sectors, f + 12);
+  }
   mbr[510] = 0x55;
   mbr[511] = 0xaa;
   return mbr;
@@ -179,7 +195,7 @@ export async function deviceBytes(device: string): Promise<number> {
  */
 export async function writeLandfallDisk(device: string, images: DiskImages, plan: DiskPlan, onProgress?: (percent: number) => void, opts: { dropCaches?: boolean } = {}): Promise<void> {
   const total = await deviceBytes(device);
-  const end = (plan.partitionStartLba + plan.partitionSectors) * SECTOR;
+  const end = (plan.esp ? plan.esp.startLba + plan.esp.sectors : plan.partitionStartLba + plan.partitionSectors) * SECTOR;
   if (end > total) throw new Error(`${device} has ${total} bytes; the installed OS needs ${end}`);
   if (images.coreImg.length > (PARTITION_START_LBA - 1) * SECTOR) throw new Error(`core.img (${images.coreImg.length} bytes) does not fit before the first partition`);
   const partOffset = plan.partitionStartLba * SECTOR;
@@ -201,6 +217,7 @@ export async function writeLandfallDisk(device: string, images: DiskImages, plan
       written += p.sectors * SECTOR;
       onProgress?.(Math.round((written / all) * 100));
     }
+    if (plan.esp && images.esp) await write(images.esp, plan.esp.startLba * SECTOR);
     await write(Buffer.concat([grubConfig(plan), manifest(plan)]), partOffset);
     await write(images.coreImg, SECTOR);
     // The MBR last: until it is there the disk is not bootable, never half-bootable.
@@ -212,6 +229,11 @@ export async function writeLandfallDisk(device: string, images: DiskImages, plan
       const back = Buffer.alloc(p.bytes);
       await fh.read(back, 0, p.bytes, partOffset + p.sector * SECTOR);
       if (sha256(back) !== p.sha256) throw new Error(`${p.name} read back from ${device} differs from what was written`);
+    }
+    if (plan.esp) {
+      const back = Buffer.alloc(plan.esp.bytes);
+      await fh.read(back, 0, back.length, plan.esp.startLba * SECTOR);
+      if (sha256(back) !== plan.esp.sha256) throw new Error(`the EFI system partition read back from ${device} differs from what was written`);
     }
   } finally {
     await fh.close();
@@ -304,7 +326,8 @@ export async function installLandfallOs(req: InstallRequest, src: InstallSources
     images_from: images.from,
   };
   const config = configInitrd({ ignition: req.ignition, installed, agentEnv: await src.readFile('/etc/landfall/agent.env'), networkKeyfiles: keyfiles }, Math.floor(req.now.getTime() / 1000));
-  const all: DiskImages = { bootImg: await src.readFile(`${INSTALLED_OS_DIR}/boot.img`), coreImg: await src.readFile(`${INSTALLED_OS_DIR}/core.img`), ...images, config };
+  const esp = await src.readFile(`${INSTALLED_OS_DIR}/esp.img`).catch(() => undefined);
+  const all: DiskImages = { bootImg: await src.readFile(`${INSTALLED_OS_DIR}/boot.img`), coreImg: await src.readFile(`${INSTALLED_OS_DIR}/core.img`), ...images, config, ...(esp ? { esp } : {}) };
   // The disk signature names this install: the first 4 bytes of the host id.
   const signature = parseInt(installed.host_id.replace(/-/g, '').slice(0, 8), 16) || 0x4c464400;
   const plan = planDisk(all, installedKernelArguments(src.cmdline), signature);

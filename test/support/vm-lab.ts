@@ -47,6 +47,11 @@ export interface VmSpec {
   bootOrder?: string;
   /** A qcow2 install disk to use (created with diskGiB when missing); by default <lab dir>/<name>.qcow2. */
   disk?: string;
+  /**
+   * 'bios' (SeaBIOS, i440fx; the boot order is -boot order=, which HMP `boot_set` changes for the next
+   * reset) or 'uefi' (OVMF, q35; the boot order becomes the devices' bootindex, fixed until a restart).
+   */
+  firmware?: 'bios' | 'uefi';
 }
 
 export interface Vm {
@@ -89,8 +94,11 @@ export interface VmLab {
   destroy(): Promise<void>;
 }
 
-/** Whether this machine can run the lab: QEMU, root, network namespaces and tap devices (synchronous, for jest's skip at load). */
-export function vmLabAvailable(): { ok: boolean; reason?: string } {
+export const OVMF = '/usr/share/ovmf/OVMF.fd';
+
+/** Whether this machine can run the lab: QEMU, root, network namespaces and tap devices, and OVMF for UEFI VMs (synchronous, for jest's skip at load). */
+export function vmLabAvailable(opts: { uefi?: boolean } = {}): { ok: boolean; reason?: string } {
+  if (opts.uefi && !existsSync(OVMF)) return { ok: false, reason: `${OVMF} is missing (Debian ovmf; scripts/install-system-tools.sh installs it as root)` };
   if (spawnSync('qemu-system-x86_64', ['--version'], { stdio: 'ignore' }).status !== 0) return { ok: false, reason: 'qemu-system-x86_64 is missing (Debian qemu-system-x86; scripts/install-system-tools.sh installs it as root)' };
   if (spawnSync('qemu-img', ['--version'], { stdio: 'ignore' }).status !== 0) return { ok: false, reason: 'qemu-img is missing (Debian qemu-utils)' };
   if (process.getuid?.() !== 0) return { ok: false, reason: 'the VM lab creates a network namespace and tap devices: it needs root' };
@@ -218,13 +226,17 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
     const serialLog = path.join(artifacts, `vm-lab-${spec.name}-serial.log`);
     const monitorSocket = path.join(dir, `${spec.name}.monitor`);
     const pidFile = path.join(dir, `${spec.name}.pid`);
+    const uefi = spec.firmware === 'uefi';
+    // UEFI: OVMF follows the devices' bootindex; 'c' is the disk, 'd' the CD.
+    const bootIndex = (dev: 'c' | 'd') => spec.bootOrder.indexOf(dev) + 1 || 9;
     const args = [
       'netns', 'exec', ns, 'qemu-system-x86_64',
-      '-name', spec.name, '-machine', 'pc', '-accel', 'tcg', '-m', String(spec.memMiB), '-smp', String(spec.cpus),
+      '-name', spec.name, ...(uefi ? ['-machine', 'q35', '-bios', OVMF] : ['-machine', 'pc', '-boot', `order=${spec.bootOrder}`]),
+      '-accel', 'tcg', '-m', String(spec.memMiB), '-smp', String(spec.cpus),
       '-display', 'none', '-serial', `file:${serialLog}`, '-monitor', `unix:${monitorSocket},server=on,wait=off`, '-pidfile', pidFile,
-      '-uuid', uuid, '-boot', `order=${spec.bootOrder}`,
-      ...(spec.iso ? ['-cdrom', spec.iso] : []),
-      '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${spec.diskSerial}`,
+      '-uuid', uuid,
+      ...(spec.iso ? (uefi ? ['-drive', `file=${spec.iso},if=none,id=cd0,media=cdrom,readonly=on`, '-device', `ide-cd,drive=cd0,bus=ide.0,bootindex=${bootIndex('d')}`] : ['-cdrom', spec.iso]) : []),
+      '-drive', `file=${disk},if=none,id=d0,format=qcow2`, '-device', `virtio-blk-pci,drive=d0,serial=${spec.diskSerial}${uefi ? `,bootindex=${bootIndex('c')}` : ''}`,
       '-netdev', `user,id=u0,restrict=on,net=10.0.2.0/24,dhcpstart=${userIp},hostname=${spec.name},guestfwd=tcp:${GUEST_API_HOST}:${opts.apiPort}-cmd:${process.execPath} ${pipe}`,
       '-device', `virtio-net-pci,netdev=u0,mac=${userMac}`,
       '-netdev', `tap,id=b0,ifname=${tap},script=no,downscript=no`,
@@ -289,7 +301,7 @@ export async function createVmLab(opts: { apiPort: number; subnet?: string; arti
     vms,
     async start(s) {
       const index = vms.length;
-      const spec = { cpus: 1, memMiB: 1024, diskGiB: 120, diskSerial: `LFLAB${String(index).padStart(4, '0')}`, bootOrder: 'cd', ...s };
+      const spec = { cpus: 1, memMiB: 1024, diskGiB: 120, diskSerial: `LFLAB${String(index).padStart(4, '0')}`, bootOrder: 'cd', firmware: 'bios' as const, ...s };
       const vm = await launch(index, spec);
       vms.push(vm);
       return vm;

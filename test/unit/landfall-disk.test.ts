@@ -41,6 +41,20 @@ describe('landfall-disk: the installed-OS layout', () => {
     expect([mbr[510], mbr[511]]).toEqual([0x55, 0xaa]);
   });
 
+  it('adds the EFI system partition as partition 2, after partition 1, when the image has one', async () => {
+    const esp = Buffer.alloc(4 * 1024 * 1024, 0xef);
+    const plan = planDisk({ ...images(), esp }, '', 1);
+    expect(plan.esp).toMatchObject({ startLba: 2048 + plan.partitionSectors, sectors: 8192, bytes: esp.length });
+    const mbr = masterBootRecord(Buffer.alloc(512), plan);
+    expect([mbr[462], mbr[466], mbr.readUInt32LE(470), mbr.readUInt32LE(474)]).toEqual([0x00, 0xef, plan.esp!.startLba, 8192]);
+    const disk = path.join(tempDir('landfall-disk'), 'esp.img');
+    writeFileSync(disk, Buffer.alloc(0));
+    truncateSync(disk, 64 * 1024 * 1024);
+    await writeLandfallDisk(disk, { ...images(), esp }, plan);
+    const raw = readFileSync(disk);
+    expect(raw.subarray(plan.esp!.startLba * 512, plan.esp!.startLba * 512 + esp.length).equals(esp)).toBe(true);
+  });
+
   it('tells GRUB where each image is by block list, in exactly 4 KiB', () => {
     const plan = planDisk(images(), 'landfall.installed=1 console=ttyS0', 1);
     const cfg = grubConfig(plan);

@@ -7,11 +7,11 @@
  * Ignition: agent/executors/landfall-disk.ts) to the VM's qcow2 disk and
  * reboots.
  *
- * - sno-disk: boot order disk then CD (the ISO stays in the drive, as on a
- *   datacenter host). It comes back from its disk, where the installed OS's
+ * - sno-disk (UEFI, OVMF): boot order disk then CD (the ISO stays in the
+ *   drive, as on a datacenter host). It comes back from its disk, where the installed OS's
  *   first-boot service reports the remaining stages; the host and the
  *   cluster reach `installed` with no step by anyone.
- * - sno-iso: boot order CD first. It boots the discovery ISO again, its
+ * - sno-iso (BIOS, SeaBIOS): boot order CD first. It boots the discovery ISO again, its
  *   agent registers, and the host and cluster wait in
  *   `installing-pending-user-action`; the test then does what the person at
  *   the console would (the boot order set to the disk through the VM's QEMU
@@ -35,7 +35,7 @@ import { tempDir } from '../support/services';
 import { LAB_REQUIREMENTS, bridgeStaticNetwork, buildDiscoveryOs, createVmLab, fastPollOverride, plannedVm, vmLabAvailable, waitFor, type Vm, type VmLab } from '../support/vm-lab';
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
-const prereq = vmLabAvailable();
+const prereq = vmLabAvailable({ uefi: true });
 const describeLab = prereq.ok ? describe : describe.skip;
 // Bounds, not expectations (see README "VM lab" for the measured times).
 const BOOT_BUDGET_MS = 360_000;
@@ -97,7 +97,8 @@ describeLab(`VM lab: single-node installs to the VMs' disks${prereq.ok ? '' : ` 
     // The harness's own url names a port of its choosing; the API listens on API_PORT.
     base = `http://127.0.0.1:${port}/api/assisted-install/v2`;
     lab = await createVmLab({ apiPort: port, subnet: '192.168.151', artifactsDir: ARTIFACTS });
-    for (const [i, [key, bootOrder]] of ([['disk', 'cd'], ['iso', 'dc']] as const).entries()) {
+    // The disk-first VM boots UEFI (OVMF), the CD-first one BIOS (SeaBIOS, whose boot order the monitor changes).
+    for (const [i, [key, bootOrder, firmware]] of ([['disk', 'cd', 'uefi'], ['iso', 'dc', 'bios']] as const).entries()) {
       const name = `sno-${key}`;
       const cluster = await call('POST', `${base}/clusters`, {
         body: { name, openshift_version: '1.32', pull_secret: PULL_SECRET, base_dns_domain: 'example.com', control_plane_count: 1, high_availability_mode: 'None', machine_networks: [{ cidr: lab.cidr }] },
@@ -112,7 +113,7 @@ describeLab(`VM lab: single-node installs to the VMs' disks${prereq.ok ? '' : ` 
       expect(res.status).toBe(200);
       const iso = path.join(lab.dir, `${name}.iso`);
       writeFileSync(iso, Buffer.from(await res.arrayBuffer()));
-      const vm = await lab.start({ name, cpus: 1, memMiB: 1024, diskGiB: 120, diskSerial: `LFSNO${key.toUpperCase()}01`, iso, bootOrder });
+      const vm = await lab.start({ name, cpus: 1, memMiB: 1024, diskGiB: 120, diskSerial: `LFSNO${key.toUpperCase()}01`, iso, bootOrder, firmware });
       snos[key] = { vm, clusterId: cluster.body.id, infraEnvId: ie.body.id, hostId: '', figures: {} };
     }
     for (const s of Object.values(snos)) {
@@ -170,10 +171,12 @@ describeLab(`VM lab: single-node installs to the VMs' disks${prereq.ok ? '' : ` 
       // The serial console: discovery from the CD (the blank disk did not boot), then GRUB from the disk.
       const serial = s.vm.serial();
       const discovery = serial.indexOf('rootfs unpacked from /dev/sr0');
-      const grub = serial.indexOf('landfall: booting the installed OS from hd0');
+      const grub = serial.search(/landfall: booting the installed OS from hd\d/);
       expect(discovery).toBeGreaterThan(-1);
       expect(grub).toBeGreaterThan(discovery);
-      expect(serial.slice(grub)).toMatch(/kernel arguments: BOOT_IMAGE=\(hd0,msdos1\)\d+\+\d+ landfall\.installed=1 /);
+      expect(serial.slice(grub)).toMatch(/kernel arguments: BOOT_IMAGE=\(hd\d,msdos1\)\d+\+\d+ landfall\.installed=1 /);
+      // Booted by the firmware's UEFI (EDK II is OVMF) from the EFI system partition.
+      expect(serial.slice(grub)).toMatch(/efi: EFI v[\d.]+ by EDK II/);
       expect(serial.slice(grub)).toMatch(/ignition-apply: \d+ files, services: none \(not run: landfall-kubeadm\.service\)/);
       expect(serial.slice(grub)).toContain('landfall-first-boot: reported stage Done');
       expect(serial.slice(grub)).not.toContain('rootfs unpacked from /dev/sr0');
@@ -185,6 +188,8 @@ describeLab(`VM lab: single-node installs to the VMs' disks${prereq.ok ? '' : ` 
       expect(table).toMatch(/^label: dos$/m);
       expect(table).toMatch(new RegExp(`^label-id: 0x${s.hostId.slice(0, 8)}$`, 'm'));
       expect(table).toMatch(/^\S+1 : start=\s*2048, size=\s*\d+, type=da, bootable$/m);
+      // The EFI system partition this VM's firmware booted.
+      expect(table).toMatch(/^\S+2 : start=\s*\d+, size=\s*8192, type=ef$/m);
       const read = (offset: number, length: number) => {
         const fd = openSync(raw, 'r');
         const b = Buffer.alloc(length);
@@ -238,7 +243,7 @@ describeLab(`VM lab: single-node installs to the VMs' disks${prereq.ok ? '' : ` 
       s.figures.fixed_to_installed_s = (Date.now() - fixedAt) / 1000;
       expect(cluster.status).toBe('installed');
       expect((await hostOf(s)).status).toBe('installed');
-      expect(s.vm.serial()).toMatch(/installed OS: booted from disk[\s\S]*landfall-first-boot: reported stage Done/);
+      expect(s.vm.serial()).toMatch(/landfall: booting the installed OS from hd0[\s\S]*installed OS: booted from disk[\s\S]*landfall-first-boot: reported stage Done/);
     },
     INSTALL_BUDGET_MS * 2 + 60_000,
   );
