@@ -12,6 +12,7 @@ import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
 import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
 import { InstallStopped, runStep } from './steps';
 import { Outbox } from './outbox';
+import { StartedSteps } from './started-steps';
 import type { Executor, Steps } from './types';
 
 export interface AgentLog {
@@ -150,6 +151,11 @@ export class HostAgent {
     }
   }
 
+  private startedStepsLedger: StartedSteps | undefined;
+  private get startedSteps(): StartedSteps {
+    return (this.startedStepsLedger ??= StartedSteps.inDir(this.cfg.outboxDir, `started-${this.cfg.infraEnvId}`));
+  }
+
   private box: Outbox | undefined;
   /** One outbox for the agent's life (made on first use, with the run's signal so it stops with the agent). */
   private outbox(signal: AbortSignal): Outbox {
@@ -237,6 +243,11 @@ export class HostAgent {
     };
     await Promise.all(
       (steps.instructions ?? []).map(async (step) => {
+        // An install step runs once per step id, even when the service sends it again.
+        if (step.step_type === 'install' && !this.startedSteps.claim(step.step_id)) {
+          this.log.warn('install step already started by this agent; not running it again', { step: step.step_id });
+          return;
+        }
         const started = this.now();
         const result = await runStep(step, ctx, signal);
         this.remember(`step ${step.step_type} ${step.step_id}: exit ${result.exit_code} after ${this.now() - started} ms${result.error ? `: ${result.error.slice(0, 200)}` : ''}`);

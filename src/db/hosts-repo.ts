@@ -50,7 +50,7 @@ export function createHostsRepo(db: Knex) {
       if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
       if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
       const stepsDue = q.raw(
-        `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and s.step_type <> 'install'))) as steps_due`,
+        `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due`,
         [resendBefore],
       );
       const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean }>;

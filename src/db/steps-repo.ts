@@ -4,6 +4,9 @@ import type { HostKey } from './hosts-repo';
 
 type Q = Knex | Knex.Transaction;
 
+/** SQL, on host_steps: its host has reported no install stage (so an install step sent to it never arrived). */
+export const INSTALL_NOT_STARTED = "not exists (select 1 from hosts h where h.infra_env_id = host_steps.infra_env_id and h.id = host_steps.host_id and h.doc->'progress'->>'current_stage' is not null)";
+
 /** The per-host step queue. Steps are idempotent by (host, step_id). */
 export function createStepsRepo(db: Knex) {
   const t = (q: Q = db) => q<StepRow>('host_steps');
@@ -16,14 +19,15 @@ export function createStepsRepo(db: Knex) {
     },
     /**
      * Hands out every pending step once; a step the agent never answered is handed out again after
-     * `resendAfterMs` — except an install step, which runs at most once per dispatch: an agent that
-     * lost it restarted mid-install, and the host's own re-registration says so.
+     * `resendAfterMs`. An install step only while its host has reported no stage since: then the
+     * answer that carried it was lost on the way (the agent runs a step id once, so a slow agent is
+     * not made to run it twice); once the host reports a stage the step is known to have arrived.
      */
     async takeDue(k: HostKey, resendAfterMs: number, q: Q = db): Promise<StepRow[]> {
       const cutoff = new Date(Date.now() - resendAfterMs);
       return t(q)
         .where({ infra_env_id: k.infraEnvId, host_id: k.hostId })
-        .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff).andWhereNot({ step_type: 'install' })))
+        .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff).andWhere((i) => i.whereNot({ step_type: 'install' }).orWhereRaw(INSTALL_NOT_STARTED))))
         .update({ state: 'sent', sent_at: new Date() })
         .returning('*');
     },

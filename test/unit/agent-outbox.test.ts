@@ -77,3 +77,20 @@ describe('agent outbox', () => {
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual([]);
   });
 });
+
+describe('install steps an agent started', () => {
+  it('runs a step id once, across a restart of the agent', async () => {
+    const { StartedSteps } = await import('../../agent/started-steps');
+    const dir = tempDir('started');
+    const first = StartedSteps.inDir(dir, 'started-ie');
+    expect(first.claim('install-a1')).toBe(true);
+    expect(first.claim('install-a1')).toBe(false);
+    const restarted = StartedSteps.inDir(dir, 'started-ie');
+    expect(restarted.claim('install-a1')).toBe(false);
+    expect(restarted.claim('install-a1-r1')).toBe(true);
+    // Without a directory (the simulated fleet) it holds in memory only.
+    const memory = StartedSteps.inDir(undefined, 'x');
+    expect(memory.claim('install-a1')).toBe(true);
+    expect(StartedSteps.inDir(undefined, 'x').claim('install-a1')).toBe(true);
+  });
+});
