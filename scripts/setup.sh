@@ -34,10 +34,13 @@ npx --no-install tsc -p tsconfig.build.json
 # The host agent as one file that runs with plain node on a discovery image.
 npx --no-install esbuild agent/main.ts --bundle --platform=node --target=node20 --log-level=warning --outfile=dist/agent/landfall-agent.js
 # Landfall's own discovery OS (Debian packages + this agent bundle), cached outside the checkout
-# and linked as dist/discovery-os: `landfall dev` serves its live ISO as the x86_64 base image.
+# and linked as dist/discovery-os-image: `landfall dev` serves its live ISO as the x86_64 base image.
 # Cold: about a minute plus downloads; then instant until the agent or discovery-os/ changes.
 if dos=$(bash scripts/build-discovery-os.sh); then
-  ln -sfn "$dos" dist/discovery-os
+  # Not dist/discovery-os: tsc emits the discovery OS's TypeScript there (the agent imports it),
+  # and `ln` into an existing directory would make the link inside it instead.
+  [ -L dist/discovery-os-image ] || rm -rf dist/discovery-os-image
+  ln -sfn "$dos" dist/discovery-os-image
 else
   echo "setup: the discovery OS could not be built (see above); discovery ISO downloads will answer 404 unless RELEASES_FILE names base images" >&2
 fi

@@ -1,7 +1,7 @@
 /**
  * Where `landfall dev` finds Landfall's own discovery OS: scripts/setup.sh
  * runs scripts/build-discovery-os.sh (output cached outside the checkout) and
- * links the result as dist/discovery-os in the checkout. The live ISO there
+ * links the result as dist/discovery-os-image in the checkout. The live ISO there
  * becomes DISCOVERY_OS_ISO, the x86_64 base image of every release the
  * catalogue names no image for.
  */
@@ -19,7 +19,7 @@ export function checkoutRoot(from: string = __dirname): string | undefined {
 /** The built live ISO (its real path, so a rebuild never changes the file under a running API), or undefined when set-up has not built one. */
 export function builtDiscoveryOsIso(root: string | undefined = checkoutRoot()): string | undefined {
   if (!root) return undefined;
-  const link = path.join(root, 'dist', 'discovery-os', 'live.iso');
+  const link = path.join(root, 'dist', 'discovery-os-image', 'live.iso');
   try {
     return existsSync(link) ? realpathSync(link) : undefined;
   } catch {

@@ -1,7 +1,7 @@
 /**
  * Landfall's own discovery OS, for real: the live ISO scripts/build-discovery-os.sh
  * builds from Debian packages, served by an API configured as `npm start`
- * configures it (DISCOVERY_OS_ISO from the checkout's dist/discovery-os link,
+ * configures it (DISCOVERY_OS_ISO from the checkout's dist/discovery-os-image link,
  * no BASE_ISO_PATH, no base_images in the catalogue), read back by the real
  * coreos-installer, then booted under QEMU (TCG, no KVM): its agent must
  * register and report this VM's hardware.
@@ -60,12 +60,12 @@ describe('Landfall discovery OS', () => {
     const built = spawnSync('bash', ['scripts/build-discovery-os.sh'], { cwd: ROOT, encoding: 'utf8', timeout: 20 * 60_000 });
     if (built.status !== 0) throw new Error(`scripts/build-discovery-os.sh failed (${built.status}):\n${built.stderr.slice(-3000)}`);
     osDir = built.stdout.trim().split('\n').pop()!;
-    // Set-up links the build as dist/discovery-os; `landfall dev` finds it there (here in a scratch checkout).
+    // Set-up links the build as dist/discovery-os-image; `landfall dev` finds it there (here in a scratch checkout).
     work = tempDir('discovery-os');
     const fakeCheckout = path.join(work, 'checkout');
     mkdirSync(path.join(fakeCheckout, 'dist'), { recursive: true });
     writeFileSync(path.join(fakeCheckout, 'package.json'), '{}');
-    symlinkSync(osDir, path.join(fakeCheckout, 'dist', 'discovery-os'));
+    symlinkSync(osDir, path.join(fakeCheckout, 'dist', 'discovery-os-image'));
     const iso = builtDiscoveryOsIso(fakeCheckout);
     expect(iso).toBe(path.join(osDir, 'live.iso'));
 
@@ -95,6 +95,13 @@ describe('Landfall discovery OS', () => {
     writeFileSync(file, Buffer.from(await res.arrayBuffer()));
     return file;
   }
+
+  it('is linked into this checkout by set-up, where `landfall dev` finds it', () => {
+    // npm start serves what this finds; a link made in the wrong place means 404 on every download.
+    const linked = builtDiscoveryOsIso(ROOT);
+    expect(linked).toBeDefined();
+    expect(existsSync(linked!)).toBe(true);
+  });
 
   it('serves the built live ISO with the discovery Ignition and kernel arguments coreos-installer reads back', async () => {
     fullIso = await downloadIso('full');
