@@ -70,3 +70,13 @@ export function stopProcess(proc: ChildProcess, graceMs: number, signal: NodeJS.
     proc.kill(signal);
   });
 }
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

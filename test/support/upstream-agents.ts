@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, openSync, closeSync, rmSync, rmdirSync, symlinkS
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTopology, netnsAvailable, type NetnsTopology } from '../../agent/netns';
-import { toolsDir } from '../../src/dev/process-utils';
+import { processAlive, toolsDir } from '../../src/dev/process-utils';
 import { startAgentApiProxy, type AgentApiProxy } from './agent-api-proxy';
 import { tempDir } from './services';
 
@@ -282,14 +282,7 @@ export async function startAgentLab(opts: LabOptions): Promise<AgentLab> {
  * landfall-agent-lab-<pid>-…). Its processes died with it (PDEATHSIG).
  */
 async function sweepStaleLabs(): Promise<void> {
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = processAlive;
   const { stdout: list } = await run('ip', ['netns', 'list']);
   for (const m of list.matchAll(/^lfa(\d+)-\S+/gm)) {
     if (alive(Number(m[1]))) continue;

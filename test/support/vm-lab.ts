@@ -28,6 +28,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { processAlive } from '../../src/dev/process-utils';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
@@ -132,14 +133,7 @@ export function buildDiscoveryOs(): string {
   return built.stdout.trim().split('\n').pop()!;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 /** Labs whose test process is gone: their QEMUs (by the pids they recorded) are killed and their namespaces deleted. */
 export async function sweepStaleLabs(): Promise<string[]> {
