@@ -13,6 +13,8 @@ import type { ServiceContext } from '../src/services/context';
 import { nextClusterStatus, type ClusterEvent } from '../src/domain/lifecycle/cluster-state-machine';
 import { nextHostStatus, type HostEvent } from '../src/domain/lifecycle/host-state-machine';
 import { hostFacts } from '../src/services/facts-builder';
+import { applyClusterEvent, applyHostEvent } from '../src/services/status-writer';
+import type { HostPatch } from '../src/db/hosts-repo';
 import { effectiveRole } from '../src/domain/lifecycle/facts';
 import { installConfigOf } from '../src/services/cluster-files-service';
 import { generateClusterPki, adminKubeconfig, type ClusterPki } from '../src/install/pki';
@@ -36,21 +38,14 @@ export interface PreparedHost {
 async function moveCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, event: ClusterEvent, extraDoc: Json = {}) {
   const c = await ctx.repos.clusters.getForUpdate(clusterId, trx);
   if (!c) throw ApplicationFailure.nonRetryable(`cluster ${clusterId} no longer exists`, 'not_found');
-  const t = nextClusterStatus(c.status, event);
-  if (!t) return c; // already moved (a retry of this activity), or moved on by a user action
-  const row = await ctx.repos.clusters.update(clusterId, { status: t.to, status_info: t.info, doc: { ...(c.doc as Json), ...extraDoc } }, trx);
-  if (t.to !== c.status) await ctx.repos.events.add({ name: 'cluster_status_updated', clusterId, props: { new_status: t.to } }, trx);
-  return row;
+  // No rule: already moved (a retry of this activity), or moved on by a user action.
+  if (!nextClusterStatus(c.status, event)) return c;
+  return (await applyClusterEvent(ctx, trx, c, event, Object.keys(extraDoc).length ? { patch: { doc: { ...(c.doc as Json), ...extraDoc } } } : {})).row;
 }
 
-async function moveHost(ctx: ServiceContext, trx: Knex.Transaction, h: HostRow, event: HostEvent, patch: Partial<HostRow> = {}) {
-  const t = nextHostStatus(h.status, event);
-  if (!t) return h;
-  const row = await ctx.repos.hosts.update({ infraEnvId: h.infra_env_id, hostId: h.id }, { status: t.to, status_info: t.info, ...patch }, trx);
-  if (t.to !== h.status) {
-    await ctx.repos.events.add({ name: 'host_status_updated', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: h.cluster_id, props: { host_name: h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id, src_status: h.status, new_status: t.to, info: t.info } }, trx);
-  }
-  return row;
+async function moveHost(ctx: ServiceContext, trx: Knex.Transaction, h: HostRow, event: HostEvent, patch: HostPatch = {}) {
+  if (!nextHostStatus(h.status, event)) return h;
+  return (await applyHostEvent(ctx, trx, h, event, { patch })).row;
 }
 
 /** The disk chosen at refresh (installation_disk_path), else the first eligible one. */
@@ -194,8 +189,7 @@ export function createInstallActivities(ctx: ServiceContext) {
 
     async markClusterFailed(input: { clusterId: string; reason: string }): Promise<void> {
       await ctx.db.transaction(async (trx) => {
-        const c = await moveCluster(ctx, trx, input.clusterId, { type: 'InstallFailed' });
-        if (c.status === 'error') await ctx.repos.clusters.update(input.clusterId, { status_info: `Cluster installation failed: ${input.reason}` }, trx);
+        await moveCluster(ctx, trx, input.clusterId, { type: 'InstallFailed', reason: input.reason });
         // Where installs fail: the stage the (first) failed host was in, for the metrics.
         const failed = await clusterHosts(input.clusterId, trx).where({ status: 'error' }).first();
         const progress = (failed?.doc as Json | undefined)?.progress as { current_stage?: string; failed_at_stage?: string } | undefined;

@@ -3,6 +3,14 @@ import type { ClusterRow, Doc } from './rows';
 
 type Q = Knex | Knex.Transaction;
 
+export type ClusterPatch = Partial<Omit<ClusterRow, 'id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at'>>;
+
+function columns(patch: ClusterPatch): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
+  if (patch.doc) values.doc = JSON.stringify(patch.doc);
+  return values;
+}
+
 export function createClustersRepo(db: Knex) {
   const t = (q: Q = db) => q<ClusterRow>('clusters');
   return {
@@ -23,18 +31,16 @@ export function createClustersRepo(db: Knex) {
       if (filter.ids) query.whereIn('id', filter.ids);
       return query;
     },
-    async update(id: string, patch: Partial<Omit<ClusterRow, 'id' | 'created_at'>>, q: Q = db): Promise<ClusterRow> {
-      const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
-      if (patch.doc) values.doc = JSON.stringify(patch.doc);
-      if (patch.status) values.status_updated_at = new Date();
-      const [r] = await t(q).where({ id }).update(values).returning('*');
+    /** Any column but the status, which only src/services/status-writer.ts changes (through compareAndSet). */
+    async update(id: string, patch: ClusterPatch, q: Q = db): Promise<ClusterRow> {
+      const [r] = await t(q).where({ id }).update(columns(patch)).returning('*');
       return r as ClusterRow;
     },
-    /** Compare-and-swap on status: returns undefined when another writer moved the cluster first. */
-    async updateStatusIf(id: string, from: readonly string[], to: { status: string; status_info: string }, extra: Partial<ClusterRow> = {}, q: Q = db) {
-      const values: Record<string, unknown> = { ...extra, ...to, status_updated_at: new Date(), updated_at: new Date() };
-      if (extra.doc) values.doc = JSON.stringify(extra.doc);
-      const [r] = await t(q).where({ id }).whereIn('status', from as string[]).update(values).returning('*');
+    /** Compare-and-swap on the status the caller read; undefined when another writer moved the cluster first. */
+    async compareAndSet(id: string, fromStatus: string, patch: ClusterPatch, status: { status: string; status_info: string } | undefined, q: Q = db): Promise<ClusterRow | undefined> {
+      const values = columns(patch);
+      if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
+      const [r] = await t(q).where({ id, status: fromStatus }).update(values).returning('*');
       return r as ClusterRow | undefined;
     },
     async delete(id: string, q: Q = db): Promise<number> {

@@ -6,6 +6,15 @@ export type HostKey = { infraEnvId: string; hostId: string };
 /** Per repeating step type: a digest of the arguments last handed out, and when (ms). */
 export type StepSends = Record<string, { d: string; at: number }>;
 
+export type HostPatch = Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at'>>;
+
+function columns(patch: HostPatch): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
+  if (patch.doc) values.doc = JSON.stringify(patch.doc);
+  if (patch.step_sends) values.step_sends = JSON.stringify(patch.step_sends);
+  return values;
+}
+
 export function createHostsRepo(db: Knex) {
   const t = (q: Q = db) => q<HostRow>('hosts');
   const byKey = (k: HostKey) => ({ infra_env_id: k.infraEnvId, id: k.hostId });
@@ -30,13 +39,21 @@ export function createHostsRepo(db: Knex) {
       if (filter.status) query.where({ status: filter.status });
       return query;
     },
-    async update(k: HostKey, patch: Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at'>>, q: Q = db): Promise<HostRow> {
-      const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
-      if (patch.doc) values.doc = JSON.stringify(patch.doc);
-      if (patch.step_sends) values.step_sends = JSON.stringify(patch.step_sends);
-      if (patch.status) values.status_updated_at = new Date();
-      const [r] = await t(q).where(byKey(k)).update(values).returning('*');
+    /** Any column but the status, which only src/services/status-writer.ts changes (through compareAndSet). */
+    async update(k: HostKey, patch: HostPatch, q: Q = db): Promise<HostRow> {
+      const [r] = await t(q).where(byKey(k)).update(columns(patch)).returning('*');
       return r as HostRow;
+    },
+    /**
+     * Compare-and-swap on the status the caller read: writes `patch` (and the
+     * new status, if given) only while the row still has `fromStatus`;
+     * undefined when another writer moved it first.
+     */
+    async compareAndSet(k: HostKey, fromStatus: string, patch: HostPatch, status: { status: string; status_info: string } | undefined, q: Q = db): Promise<HostRow | undefined> {
+      const values = columns(patch);
+      if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
+      const [r] = await t(q).where({ ...byKey(k), status: fromStatus }).update(values).returning('*');
+      return r as HostRow | undefined;
     },
     /**
      * The poll path in one round trip: records the check-in and returns the
@@ -59,9 +76,6 @@ export function createHostsRepo(db: Knex) {
     /** Records the repeating steps just handed out (merged into what the row holds). */
     async recordStepSends(k: HostKey, sent: StepSends, q: Q = db): Promise<void> {
       await t(q).where(byKey(k)).update({ step_sends: db.raw('step_sends || ?::jsonb', [JSON.stringify(sent)]) } as never);
-    },
-    async moveClusterHosts(clusterId: string, status: { status: string; status_info: string }, q: Q = db): Promise<number> {
-      return t(q).where({ cluster_id: clusterId }).update({ ...status, status_updated_at: new Date(), updated_at: new Date() });
     },
     delete(k: HostKey, q: Q = db): Promise<number> {
       return t(q).where(byKey(k)).delete();

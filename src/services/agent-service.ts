@@ -17,7 +17,7 @@ import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
-import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
+import { applyHostEvent, createHost } from './status-writer';
 import { refreshForHost } from './refresh-service';
 import { dueNow, stepArgs } from './step-args';
 import type { StepSends } from '../db/hosts-repo';
@@ -46,13 +46,13 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
     }
     let host: HostRow;
     if (!existing) {
-      host = await ctx.repos.hosts.insert(
+      host = await createHost(
+        ctx,
+        trx,
         {
           id: body.host_id,
           infra_env_id: infraEnvId,
           cluster_id: infraEnv.cluster_id,
-          status: 'discovering',
-          status_info: 'Waiting for host to send hardware details',
           // A single-node cluster's one host can only be its control plane: assisted-service makes it master at once.
           ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 ? { role: 'master' } : {}),
           discovery_agent_version: body.discovery_agent_version ?? null,
@@ -60,19 +60,18 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
           checked_in_at: ctx.now(),
           doc: { validations_info: '{}', progress: {}, logs_info: '' },
         },
-        trx,
+        requestId,
       );
-      await ctx.repos.events.add({ name: 'host_registration_succeeded', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: host.id }, requestId }, trx);
     } else {
       // A host that registers again booted the discovery image again; the state machine says what that means now.
       const stage = ((existing.doc as Record<string, unknown>).progress as { current_stage?: string } | undefined)?.current_stage;
-      const t = nextHostStatus(existing.status, { type: 'RegisterHost', currentStage: stage });
       // A host that registers again starts fresh: every discovery step is asked on its next poll.
-      host = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), step_sends: {}, checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id }, trx);
-      if (t && t.to !== existing.status) {
-        await ctx.repos.events.add({ name: 'host_status_updated', hostId: host.id, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: existing.status, new_status: t.to, info: t.info }, requestId }, trx);
-        if (host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(t.to)) reported = { clusterId: host.cluster_id, status: t.to };
-      }
+      const m = await applyHostEvent(ctx, trx, existing, { type: 'RegisterHost', currentStage: stage }, {
+        requestId,
+        patch: { step_sends: {}, checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id },
+      });
+      host = m.row;
+      if (m.moved && host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(host.status)) reported = { clusterId: host.cluster_id, status: host.status };
     }
     // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
     await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
@@ -185,9 +184,10 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
       // An install step that fails is the host failing its install (reference §3).
       if (reply.step_type === 'install' && INSTALLING.includes(host.status)) {
-        const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) });
-        if (t) await ctx.repos.hosts.update(key, { status: t.to, status_info: t.info }, trx);
-        return { from: host.status, to: t?.to ?? host.status, clusterId: host.cluster_id };
+        const m = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) }, { requestId });
+        // It will not answer this install step again: close it, as a Failed progress report does.
+        if (m.moved) await ctx.repos.steps.closeSent(key, 'install', trx);
+        return { from: host.status, to: m.row.status, clusterId: host.cluster_id };
       }
       return undefined;
     }
@@ -210,12 +210,8 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     await refreshForHost(ctx, trx, key, requestId);
     if (reply.step_type === 'installation-disk-speed-check' && host.status === 'preparing-for-installation') {
       const fresh = (await ctx.repos.hosts.get(key, trx))!;
-      const t = nextHostStatus(fresh.status, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true });
-      if (t) {
-        await ctx.repos.hosts.update(key, { status: t.to, status_info: t.info }, trx);
-        await ctx.repos.events.add({ name: 'host_status_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), src_status: fresh.status, new_status: t.to, info: t.info }, requestId }, trx);
-        return { from: host.status, to: t.to, clusterId: host.cluster_id };
-      }
+      const m = await applyHostEvent(ctx, trx, fresh, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true }, { requestId });
+      if (m.transition) return { from: host.status, to: m.row.status, clusterId: host.cluster_id };
     }
     return undefined;
   });
@@ -254,10 +250,9 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     if (!sameStage && current && typeof prev.stage_started_at === 'string') {
       ctx.metrics?.stageDuration(current, host.bootstrap ? 'bootstrap' : host.role, (Date.parse(now) - Date.parse(prev.stage_started_at)) / 1000);
     }
-    const t = nextHostStatus(host.status, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info });
-    const row = await ctx.repos.hosts.update(key, { ...(t ? { status: t.to, status_info: t.info } : {}), doc }, trx);
+    const { row, moved } = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info }, { patch: { doc }, requestId });
     // A finished host answers its install step no more (it rebooted into the installed system): close it.
-    if (t && (t.to === 'installed' || t.to === 'error')) await ctx.repos.steps.closeSent(key, 'install', trx);
+    if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, 'install', trx);
     await ctx.repos.events.add(
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,

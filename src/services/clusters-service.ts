@@ -10,32 +10,27 @@ import { refreshCluster } from './refresh-service';
 import { withBuiltinOperators } from '../domain/lifecycle/components';
 import { signalCancelled, signalReset, startInstallWorkflow } from './install-signals';
 import { AppError } from '../errors';
+import type { HostRow } from '../db/rows';
+import { CLUSTER_TRANSITIONS, nextClusterStatus, type ClusterEvent } from '../domain/lifecycle/cluster-state-machine';
+import type { HostEvent } from '../domain/lifecycle/host-state-machine';
+import { applyClusterEvent, applyHostEvent, createCluster as createClusterRow } from './status-writer';
 
 /** Cluster states in which users may change the cluster and hosts may register (reference §4). */
 export const CLUSTER_EDITABLE = ['insufficient', 'ready', 'pending-for-input', 'adding-hosts'] as const;
-export const CLUSTER_CANCELLABLE = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing', 'error'] as const;
-export const CLUSTER_RESETTABLE = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing', 'error', 'cancelled'] as const;
 export const CLUSTER_DELETABLE_BLOCKED = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing'] as const;
-
-const NOT_READY_INFO = 'Cluster is not ready for install';
 
 export async function createCluster(ctx: ServiceContext, p: Principal, body: Record<string, unknown>, requestId?: string): Promise<ClusterRow> {
   const id = randomUUID();
   const f = normalizeClusterInput(body, {}, ctx.releases, id, true);
   return ctx.db.transaction(async (trx) => {
-    const row = await ctx.repos.clusters.insert(
-      {
-        id,
-        owner: ownerOf(p),
-        name: f.name!,
-        openshift_version: f.openshift_version!,
-        pull_secret: f.pull_secret ?? null,
-        status: 'insufficient',
-        status_info: NOT_READY_INFO,
-        doc: { ...f.doc, progress: { total_percentage: 0 }, validations_info: '{}', monitored_operators: withBuiltinOperators(id, []) },
-      },
-      trx,
-    );
+    const row = await createClusterRow(ctx, trx, {
+      id,
+      owner: ownerOf(p),
+      name: f.name!,
+      openshift_version: f.openshift_version!,
+      pull_secret: f.pull_secret ?? null,
+      doc: { ...f.doc, progress: { total_percentage: 0 }, validations_info: '{}', monitored_operators: withBuiltinOperators(id, []) },
+    });
     await ctx.repos.events.add({ name: 'cluster_registration_succeeded', clusterId: id, props: { cluster_name: row.name }, requestId }, trx);
     return (await refreshCluster(ctx, trx, id, requestId)) ?? row;
   });
@@ -105,21 +100,18 @@ export async function installCluster(ctx: ServiceContext, p: Principal, id: stri
       const failing = failingValidations(current.doc.validation_remediation as string | undefined);
       throw conflict(`cluster ${id} is not ready to be installed: status ${current.status} (${current.status_info})${failing ? `; failing validations: ${failing}` : ''}`, { status: current.status });
     }
-    const row = await ctx.repos.clusters.updateStatusIf(
-      id,
-      ['ready'],
-      { status: 'preparing-for-installation', status_info: 'Preparing cluster for installation' },
-      { install_attempt: current.install_attempt + 1, doc: { ...current.doc, install_started_at: ctx.now().toISOString() } },
-      trx,
-    );
+    const { row } = await applyClusterEvent(ctx, trx, current, { type: 'InstallRequested' }, { requestId, patch: { install_attempt: current.install_attempt + 1, doc: { ...current.doc, install_started_at: ctx.now().toISOString() } } });
     await ctx.repos.events.add({ name: 'cluster_prepare_installation_started', clusterId: id, requestId }, trx);
-    return row!;
+    return row;
   });
   try {
     await startInstallWorkflow(ctx, row, ctx.installTimeouts);
   } catch (err) {
     // Without its workflow the install would hang in preparing: undo the transition and say why.
-    await ctx.repos.clusters.updateStatusIf(id, ['preparing-for-installation'], { status: 'ready', status_info: 'Cluster ready to be installed' }, { install_attempt: row.install_attempt - 1 });
+    await ctx.db.transaction(async (trx) => {
+      const current = await ctx.repos.clusters.getForUpdate(id, trx);
+      if (current) await applyClusterEvent(ctx, trx, current, { type: 'InstallNotStarted' }, { requestId, patch: { install_attempt: row.install_attempt - 1 } });
+    });
     throw new AppError('dependency_unavailable', `the install could not start: Temporal is unavailable (${(err as Error).message.split('\n')[0]})`);
   }
   return row;
@@ -136,20 +128,27 @@ function failingValidations(remediation: string | undefined): string {
   }
 }
 
-async function transition(
+/**
+ * A user action on the cluster (cancel, reset): the cluster's table rule
+ * decides whether it is allowed now, then every host gets its own event,
+ * each through its table (hosts the table has no rule for stay as they are).
+ */
+async function userAction(
   ctx: ServiceContext,
   p: Principal,
   id: string,
-  from: readonly string[],
-  to: { status: string; status_info: string },
+  event: { cluster: ClusterEvent; host: HostEvent },
   verb: string,
+  requestId: string | undefined,
   after: (row: ClusterRow, trx: import('knex').Knex.Transaction) => Promise<void>,
 ): Promise<ClusterRow> {
   await loadCluster(ctx, p, id);
   return ctx.db.transaction(async (trx) => {
     const current = (await ctx.repos.clusters.getForUpdate(id, trx))!;
-    if (!from.includes(current.status)) throw conflict(`cluster ${id} cannot be ${verb} in status ${current.status}; allowed in ${from.join(', ')}`);
-    const row = (await ctx.repos.clusters.updateStatusIf(id, from, to, {}, trx))!;
+    const allowed = CLUSTER_TRANSITIONS.filter((r) => r.event === event.cluster.type).flatMap((r) => r.from);
+    if (!nextClusterStatus(current.status, event.cluster)) throw conflict(`cluster ${id} cannot be ${verb} in status ${current.status}; allowed in ${allowed.join(', ')}`);
+    const { row } = await applyClusterEvent(ctx, trx, current, event.cluster, { requestId });
+    for (const h of await trx<HostRow>('hosts').where({ cluster_id: id }).orderBy('id').forUpdate()) await applyHostEvent(ctx, trx, h, event.host, { requestId });
     await after(row, trx);
     return row;
   });
@@ -162,8 +161,7 @@ export async function refreshClusterNow(ctx: ServiceContext, p: Principal, id: s
 }
 
 export async function cancelInstallation(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
-  const row = await transition(ctx, p, id, CLUSTER_CANCELLABLE, { status: 'cancelled', status_info: 'Canceled cluster installation' }, 'cancelled', async (row, trx) => {
-    await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'cancelled', status_info: 'Installation cancelled by user' }, trx);
+  const row = await userAction(ctx, p, id, { cluster: { type: 'CancelRequested' }, host: { type: 'CancelInstallation' } }, 'cancelled', requestId, async (_row, trx) => {
     await ctx.repos.events.add({ name: 'cluster_installation_canceled', clusterId: id, requestId }, trx);
   });
   await signalCancelled(ctx, id);
@@ -171,9 +169,8 @@ export async function cancelInstallation(ctx: ServiceContext, p: Principal, id: 
 }
 
 export async function resetCluster(ctx: ServiceContext, p: Principal, id: string, requestId?: string) {
-  const row = await transition(ctx, p, id, CLUSTER_RESETTABLE, { status: 'insufficient', status_info: 'Reset cluster installation' }, 'reset', async (row, trx) => {
-    // The hosts must boot the discovery image again; their next registration moves them to discovering.
-    await ctx.repos.hosts.moveClusterHosts(row.id, { status: 'resetting-pending-user-action', status_info: 'Host requires booting into the discovery image to complete resetting the installation' }, trx);
+  // The hosts must boot the discovery image again; their next registration moves them to discovering.
+  const row = await userAction(ctx, p, id, { cluster: { type: 'ResetRequested' }, host: { type: 'ResetInstallation' } }, 'reset', requestId, async (row, trx) => {
     // A reset cluster chooses its bootstrap host again on the next install.
     await trx('hosts').where({ cluster_id: row.id }).update({ bootstrap: false });
     await ctx.repos.events.add({ name: 'cluster_installation_reset', clusterId: id, requestId }, trx);

@@ -17,12 +17,11 @@ import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/life
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, hostFacts } from './facts-builder';
+import { applyClusterEvent, applyHostEvent } from './status-writer';
 import type { ServiceContext } from './context';
 
 type Json = Record<string, unknown>;
 
-const PRE_INSTALL_HOST = ['discovering', 'known', 'insufficient', 'pending-for-input', 'disconnected'];
-const PRE_INSTALL_CLUSTER = ['pending-for-input', 'insufficient', 'ready'];
 
 export function lifecycleSettings(ctx: ServiceContext): LifecycleSettings {
   return ctx.lifecycle ?? DEFAULT_LIFECYCLE_SETTINGS;
@@ -95,21 +94,22 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   const results = HOST_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { cluster, settings }) }));
   const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
   const details = remediation(results);
-  const transition = PRE_INSTALL_HOST.includes(row.status) ? nextHostStatus(row.status, { type: 'Refresh', summary: hostSummary(results) }) : undefined;
+  // Only pre-install statuses have Refresh rules: for the others the table answers undefined.
+  const event = { type: 'Refresh' as const, summary: hostSummary(results) };
+  const transition = nextHostStatus(row.status, event);
   const doc = row.doc as Json;
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
   if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
   const hostName = facts.hostname ?? row.id;
-  const updated = await ctx.repos.hosts.update(
-    { infraEnvId: row.infra_env_id, hostId: row.id },
-    {
-      ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}),
+  const { row: updated } = await applyHostEvent(ctx, trx, row, event, {
+    requestId,
+    hostName,
+    patch: {
       ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
       suggested_role: facts.suggestedRole,
       doc: { ...doc, ...disks?.doc, validations_info: info, validation_remediation: details },
     },
-    trx,
-  );
+  });
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
   for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
@@ -117,9 +117,6 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   if (statusChanged && transition!.to === 'known' && !doc.known_at) {
     ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
     await ctx.repos.hosts.update({ infraEnvId: row.infra_env_id, hostId: row.id }, { doc: { ...(updated.doc as Json), known_at: ctx.now().toISOString() } }, trx);
-  }
-  if (statusChanged && transition!.to !== row.status) {
-    await ctx.repos.events.add({ ...base, name: 'host_status_updated', props: { host_name: hostName, src_status: row.status, new_status: transition!.to, info: transition!.info } }, trx);
   }
   return updated;
 }
@@ -205,19 +202,15 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const details = remediation(results);
   const failing = (ids: (r: ValidationResult) => boolean) => results.some((r) => r.status !== 'success' && r.blocking && ids(r));
   const summary = { inputMissing: failing((r) => CLUSTER_INPUT_VALIDATIONS.includes(r.id)), requiredFailing: failing((r) => !CLUSTER_INPUT_VALIDATIONS.includes(r.id)) };
-  const transition = PRE_INSTALL_CLUSTER.includes(cluster.status) ? nextClusterStatus(cluster.status, { type: 'Refresh', summary }) : undefined;
+  const event = { type: 'Refresh' as const, summary };
+  const transition = nextClusterStatus(cluster.status, event);
   const doc = cluster.doc as Json;
   const statusChanged = transition !== undefined && (transition.to !== cluster.status || transition.info !== cluster.status_info);
   if (!statusChanged && doc.validations_info === info && doc.validation_remediation === details) return cluster;
-  const updated = await ctx.repos.clusters.update(
-    clusterId,
-    { ...(statusChanged ? { status: transition!.to, status_info: transition!.info } : {}), doc: { ...doc, validations_info: info, validation_remediation: details } },
-    trx,
-  );
+  const { row: updated } = await applyClusterEvent(ctx, trx, cluster, event, { requestId, patch: { doc: { ...doc, validations_info: info, validation_remediation: details } } });
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
   for (const r of failed) await ctx.repos.events.add({ name: 'cluster_validation_failed', clusterId, props: { validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message }, requestId }, trx);
   for (const r of fixed) await ctx.repos.events.add({ name: 'cluster_validation_fixed', clusterId, props: { validation_id: r.id }, requestId }, trx);
-  if (statusChanged && transition!.to !== cluster.status) await ctx.repos.events.add({ name: 'cluster_status_updated', clusterId, props: { new_status: transition!.to }, requestId }, trx);
   return updated;
 }
 

@@ -131,10 +131,16 @@ describe('install orchestration', () => {
       expect(cancelled.body.status).toBe('cancelled');
       const wf = await h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`).result();
       expect(wf.phase).toBe('cancelled');
+      // Cancel goes through each host's table rule: every installing host to cancelled, each with its own event.
+      const statusEvents = async (to: string) =>
+        (await h.api.db('events').where({ cluster_id: c.clusterId, name: 'host_status_updated' }).select('props')).filter((e: any) => (typeof e.props === 'string' ? JSON.parse(e.props) : e.props).new_status === to).length;
+      expect((await hostsOf(c.clusterId)).map((x) => x.status)).toEqual(Array(5).fill('cancelled'));
+      expect(await statusEvents('cancelled')).toBe(5);
 
       const reset = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/reset`);
       expect(reset.status).toBe(202);
       expect((await hostsOf(c.clusterId)).every((x) => x.status === 'resetting-pending-user-action')).toBe(true);
+      expect(await statusEvents('resetting-pending-user-action')).toBe(5);
       // The hosts boot the discovery image again: the same simulated hosts register, the cluster gets ready.
       await c.report();
       c = await bootFleet(h, c.clusterId, c.infraEnvId, 'cancel', 'control-plane:3,worker:2', 5);

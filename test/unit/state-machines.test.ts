@@ -24,6 +24,7 @@ const hostSituations: HostEvent[] = [
 const clusterSituations: ClusterEvent[] = [
   ...bools.flatMap((inputMissing) => bools.map((requiredFailing) => ({ type: 'Refresh' as const, summary: { inputMissing, requiredFailing } }))),
   { type: 'InstallRequested' },
+  { type: 'InstallNotStarted' },
   { type: 'CancelRequested' },
   { type: 'ResetRequested' },
   { type: 'HostsPrepared' },

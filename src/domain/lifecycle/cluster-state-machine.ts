@@ -28,12 +28,13 @@ export interface ClusterRefreshSummary {
 export type ClusterEvent =
   | { type: 'Refresh'; summary: ClusterRefreshSummary }
   | { type: 'InstallRequested' }
+  | { type: 'InstallNotStarted' }
   | { type: 'CancelRequested' }
   | { type: 'ResetRequested' }
   | { type: 'HostsPrepared' }
   | { type: 'PreparationFailed' }
   | { type: 'SuccessRuleMet' }
-  | { type: 'InstallFailed' }
+  | { type: 'InstallFailed'; reason?: string }
   | { type: 'ComponentsAvailable' }
   | { type: 'HostRetried' }
   | { type: 'HostNeedsUser'; pending: boolean };
@@ -43,7 +44,7 @@ export interface ClusterRule<E extends ClusterEvent['type'] = ClusterEvent['type
   from: readonly ClusterStatus[];
   to: ClusterStatus;
   guard?: (e: Extract<ClusterEvent, { type: E }>) => boolean;
-  info: string;
+  info: string | ((e: Extract<ClusterEvent, { type: E }>) => string);
   description: string;
 }
 
@@ -58,10 +59,11 @@ export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && e.summary.requiredFailing, to: 'insufficient', info: 'Cluster is not ready for install', description: 'Inputs are complete but a required validation fails.' }),
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => !e.summary.inputMissing && !e.summary.requiredFailing, to: 'ready', info: 'Cluster ready to be installed', description: 'Every validation passes.' }),
   rule({ event: 'InstallRequested', from: ['ready'], to: 'preparing-for-installation', info: 'Preparing cluster for installation', description: 'The user started the install (POST actions/install).' }),
+  rule({ event: 'InstallNotStarted', from: ['preparing-for-installation'], to: 'ready', info: 'Cluster ready to be installed', description: 'The install workflow could not be started (Temporal unavailable): the install request is undone.' }),
   rule({ event: 'HostsPrepared', from: ['preparing-for-installation'], to: 'installing', info: 'Installation in progress', description: 'Every host passed the pre-install checks; install steps are dispatched.' }),
   rule({ event: 'PreparationFailed', from: ['preparing-for-installation'], to: 'ready', info: 'Cluster failed to prepare for installation', description: 'A host failed its pre-install checks, or preparing timed out.' }),
   rule({ event: 'SuccessRuleMet', from: ['installing', 'installing-pending-user-action'], to: 'finalizing', info: 'Finalizing cluster installation', description: 'Enough hosts are installed (reference §4 success rule).' }),
-  rule({ event: 'InstallFailed', from: ['installing', 'installing-pending-user-action', 'finalizing'], to: 'error', info: 'Cluster installation failed', description: 'The success rule can no longer be met, or finalizing timed out.' }),
+  rule({ event: 'InstallFailed', from: ['installing', 'installing-pending-user-action', 'finalizing'], to: 'error', info: (e) => (e.reason ? `Cluster installation failed: ${e.reason}` : 'Cluster installation failed'), description: 'The success rule can no longer be met, or finalizing timed out.' }),
   rule({ event: 'ComponentsAvailable', from: ['finalizing'], to: 'installed', info: 'Cluster is installed', description: 'The in-cluster controller reported the core components available.' }),
   rule({ event: 'HostRetried', from: ['error'], to: 'installing', info: 'Installation in progress: a host is being retried', description: 'The user retried a failed host in place.' }),
   rule({ event: 'HostNeedsUser', from: ['installing'], guard: (e) => e.pending, to: 'installing-pending-user-action', info: 'Cluster has hosts pending user action', description: 'A host booted the discovery image instead of its disk; the user must fix its boot order.' }),
@@ -74,5 +76,5 @@ export function nextClusterStatus(from: string, event: ClusterEvent): { to: Clus
   const matches = CLUSTER_TRANSITIONS.filter((r) => r.event === event.type && r.from.includes(from as ClusterStatus) && (!r.guard || (r.guard as (e: ClusterEvent) => boolean)(event)));
   if (matches.length > 1) throw new Error(`ambiguous cluster transitions from ${from} on ${event.type}`);
   const r = matches[0];
-  return r ? { to: r.to, info: r.info, rule: r } : undefined;
+  return r ? { to: r.to, info: typeof r.info === 'function' ? (r.info as (e: ClusterEvent) => string)(event) : r.info, rule: r } : undefined;
 }

@@ -1,0 +1,98 @@
+/**
+ * The one way a host or a cluster changes status. Each function looks the
+ * event up in its aggregate's transition table, writes the row with
+ * compare-and-swap on the status it was read with (`WHERE … AND status = ?`)
+ * and records the status event in the caller's transaction. Nothing else in
+ * the code base writes `status` or `status_info` (test/unit/status-writers.test.ts
+ * greps for it), so the tables in src/domain/lifecycle are the machine that
+ * runs, and the docs generated from them describe it.
+ *
+ * The database is the source of truth for status; the install workflow keeps
+ * only a projection (the statuses these functions return to its activities
+ * and the API's signals), never writes one of its own.
+ */
+import type { Knex } from 'knex';
+import { AppError } from '../errors';
+import type { ClusterRow, HostRow } from '../db/rows';
+import { nextHostStatus, type HostEvent, type HostStatus, type HostTransition } from '../domain/lifecycle/host-state-machine';
+import { nextClusterStatus, type ClusterEvent, type ClusterStatus } from '../domain/lifecycle/cluster-state-machine';
+import { hostnameFromInventory } from '../api/assisted/presenters';
+import type { ServiceContext } from './context';
+
+import type { HostPatch } from '../db/hosts-repo';
+import type { ClusterPatch } from '../db/clusters-repo';
+
+/** Where a new host starts, and why: registration is the only way in. */
+export const NEW_HOST_STATUS: { status: HostStatus; status_info: string } = { status: 'discovering', status_info: 'Waiting for host to send hardware details' };
+/** Where a new cluster starts: nothing validated yet. */
+export const NEW_CLUSTER_STATUS: { status: ClusterStatus; status_info: string } = { status: 'insufficient', status_info: 'Cluster is not ready for install' };
+
+export interface HostMove {
+  row: HostRow;
+  /** The rule that fired, or undefined when the event changes nothing in this status. */
+  transition?: HostTransition;
+  /** The status itself changed (not only its info). */
+  moved: boolean;
+}
+
+export interface ClusterMove {
+  row: ClusterRow;
+  transition?: { to: ClusterStatus; info: string };
+  moved: boolean;
+}
+
+/** Another writer moved the row between the caller's read and this write: nothing was written. */
+function lostRace(kind: string, id: string, from: string): AppError {
+  return new AppError('conflict', `${kind} ${id} changed status while this request ran (it was ${from}); try again`, { status: from });
+}
+
+export function hostDisplayName(h: Pick<HostRow, 'id' | 'requested_hostname' | 'inventory'>): string {
+  return h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
+}
+
+/** Inserts a registering host in its initial status and records the registration. */
+export async function createHost(ctx: ServiceContext, trx: Knex.Transaction, row: Omit<Parameters<ServiceContext['repos']['hosts']['insert']>[0], 'status' | 'status_info'>, requestId?: string): Promise<HostRow> {
+  const host = await ctx.repos.hosts.insert({ ...row, ...NEW_HOST_STATUS }, trx);
+  await ctx.repos.events.add({ name: 'host_registration_succeeded', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: host.cluster_id, props: { host_name: host.id }, requestId }, trx);
+  return host;
+}
+
+/** Inserts a cluster in its initial status (the first refresh, in the same transaction, decides the real one). */
+export async function createCluster(ctx: ServiceContext, trx: Knex.Transaction, row: Omit<Parameters<ServiceContext['repos']['clusters']['insert']>[0], 'status' | 'status_info'>): Promise<ClusterRow> {
+  return ctx.repos.clusters.insert({ ...row, ...NEW_CLUSTER_STATUS }, trx);
+}
+
+/**
+ * Applies a host event. `host` is the row as the caller read it (locked, in
+ * `trx`); `patch` is written in the same UPDATE whether or not the status
+ * moves. An event with no rule in this status writes only the patch.
+ */
+export async function applyHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, opts: { patch?: HostPatch; requestId?: string; hostName?: string } = {}): Promise<HostMove> {
+  const t = nextHostStatus(host.status, event);
+  const statusWrite = t !== undefined && (t.to !== host.status || t.info !== host.status_info);
+  const patch = opts.patch ?? {};
+  if (!statusWrite && Object.keys(patch).length === 0) return { row: host, transition: t, moved: false };
+  const row = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx);
+  if (!row) throw lostRace('host', host.id, host.status);
+  const moved = t !== undefined && t.to !== host.status;
+  if (moved) {
+    await ctx.repos.events.add(
+      { name: 'host_status_updated', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: row.cluster_id, props: { host_name: opts.hostName ?? hostDisplayName(row), src_status: host.status, new_status: t.to, info: t.info }, requestId: opts.requestId },
+      trx,
+    );
+  }
+  return { row, transition: t, moved };
+}
+
+/** Applies a cluster event: the cluster twin of applyHostEvent. */
+export async function applyClusterEvent(ctx: ServiceContext, trx: Knex.Transaction, cluster: ClusterRow, event: ClusterEvent, opts: { patch?: ClusterPatch; requestId?: string } = {}): Promise<ClusterMove> {
+  const t = nextClusterStatus(cluster.status, event);
+  const statusWrite = t !== undefined && (t.to !== cluster.status || t.info !== cluster.status_info);
+  const patch = opts.patch ?? {};
+  if (!statusWrite && Object.keys(patch).length === 0) return { row: cluster, transition: t, moved: false };
+  const row = await ctx.repos.clusters.compareAndSet(cluster.id, cluster.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx);
+  if (!row) throw lostRace('cluster', cluster.id, cluster.status);
+  const moved = t !== undefined && t.to !== cluster.status;
+  if (moved) await ctx.repos.events.add({ name: 'cluster_status_updated', clusterId: cluster.id, props: { new_status: t.to }, requestId: opts.requestId }, trx);
+  return { row, transition: t, moved };
+}
