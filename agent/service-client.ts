@@ -22,6 +22,8 @@ export class NetworkError extends Error {
 }
 
 const BASE = '/api/assisted-install/v2';
+/** Set by the service (src/api/assisted/auth.ts) on answers to a token past half its life. */
+const RENEWED_TOKEN_HEADER = 'x-landfall-agent-token';
 
 function bypassProxy(host: string, noProxy: string | undefined): boolean {
   if (!noProxy) return false;
@@ -82,6 +84,7 @@ export class ServiceClient {
           },
           body: body !== undefined ? JSON.stringify(body) : undefined,
         });
+        this.takeRenewedToken(res.headers.get(RENEWED_TOKEN_HEADER));
         const text = await res.text();
         if (res.status >= 500 && attempt < this.retries) {
           lastErr = new Error(`HTTP ${res.status}`);
@@ -106,7 +109,17 @@ export class ServiceClient {
       headers: this.cfg.agentToken ? { 'X-Secret-Key': this.cfg.agentToken } : {},
       body: form as unknown as import('undici').FormData,
     });
+    this.takeRenewedToken(res.headers.get(RENEWED_TOKEN_HEADER));
     const text = await res.text();
     return { status: res.status, text, json: <T>() => JSON.parse(text) as T };
+  }
+
+  /**
+   * The service renews an agent token past half its life on any call. The
+   * config object is shared with the executors, so what they hand on (the
+   * installed system's credentials) is the renewed token too.
+   */
+  private takeRenewedToken(token: string | null): void {
+    if (token && /^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)) this.cfg.agentToken = token;
   }
 }

@@ -66,6 +66,9 @@ export const ENV_SCHEMA = z.object({
   EC_PRIVATE_KEY_PEM: optionalString,
   EC_PUBLIC_KEY_PEM: optionalString,
   IMAGE_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600),
+  // Agent tokens (in discovery images, on installed hosts) expire after this long; an agent that
+  // polls is handed a renewed token past half of it (X-Landfall-Agent-Token). 0: never expire, as in AS.
+  AGENT_TOKEN_TTL_SECONDS: z.coerce.number().int().refine((v) => v === 0 || (v >= 600 && v <= 365 * 24 * 3600), 'must be 0 (never) or between 600 and 31536000').default(30 * 24 * 3600),
   IMAGE_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   BMC_CREDENTIALS_KEY: optionalString.pipe(
     z
@@ -125,7 +128,7 @@ export interface Config {
     cliPath: string | undefined;
   };
   storage: StorageConfig;
-  auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number; imageUrlSecret: string | undefined };
+  auth: { type: 'none' | 'local'; privateKeyPem: string | undefined; publicKeyPem: string | undefined; imageUrlTtlSeconds: number; imageUrlSecret: string | undefined; agentTokenTtlSeconds: number };
   /** BMC credentials key (unset: one kept in the database) and the base URL BMCs fetch discovery ISOs from. */
   bmc: { credentialsKey: string | undefined; imageBaseUrl: string | undefined };
   releasesFile: string | undefined;
@@ -208,7 +211,7 @@ export function parseConfig(
       cliPath: e.TEMPORAL_CLI_PATH,
     },
     storage,
-    auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS, imageUrlSecret: e.IMAGE_URL_SECRET },
+    auth: { type: e.AUTH_TYPE, privateKeyPem: pem(e.EC_PRIVATE_KEY_PEM), publicKeyPem: pem(e.EC_PUBLIC_KEY_PEM), imageUrlTtlSeconds: e.IMAGE_URL_TTL_SECONDS, imageUrlSecret: e.IMAGE_URL_SECRET, agentTokenTtlSeconds: e.AGENT_TOKEN_TTL_SECONDS },
     bmc: { credentialsKey: e.BMC_CREDENTIALS_KEY, imageBaseUrl: e.BMC_IMAGE_BASE_URL?.replace(/\/+$/, '') },
     releasesFile: e.RELEASES_FILE,
     images: {
@@ -260,6 +263,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     EC_PRIVATE_KEY_PEM: c.auth.privateKeyPem,
     EC_PUBLIC_KEY_PEM: c.auth.publicKeyPem,
     IMAGE_URL_TTL_SECONDS: String(c.auth.imageUrlTtlSeconds),
+    AGENT_TOKEN_TTL_SECONDS: String(c.auth.agentTokenTtlSeconds),
     IMAGE_URL_SECRET: c.auth.imageUrlSecret,
     BMC_CREDENTIALS_KEY: c.bmc.credentialsKey,
     BMC_IMAGE_BASE_URL: c.bmc.imageBaseUrl,

@@ -129,7 +129,7 @@ export function createApp(deps: ApiDeps): Express {
   // After the validator: a request that carries req.openapi is one the validator takes as matched.
   app.use(unvalidatedRoutes(spec as never, BASE_PATH, unvalidated));
   const defaultSecurity = (spec.security as Array<Record<string, unknown>> | undefined) ?? [{ userAuth: [] }];
-  app.use(BASE_PATH, authenticate(deps.authType, deps.services.signer, defaultSecurity), assistedRoutes(deps.services));
+  app.use(BASE_PATH, authenticate(deps.authType, deps.services.signer, defaultSecurity, { agentTokenTtlSeconds: deps.services.agentTokenTtlSeconds }), assistedRoutes(deps.services));
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -253,7 +253,7 @@ async function startDemoFleet(cfg: Config, apiUrl: string, signal: AbortSignal, 
     let token = '';
     if (cfg.auth.type === 'local') {
       const { TokenSigner } = await import('../auth/jwt');
-      token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'agent', infra_env_id: String(ie.id) });
+      token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'agent', infra_env_id: String(ie.id) }, cfg.auth.agentTokenTtlSeconds || undefined);
     }
     const { runFleet } = await import('../../agent/fleet');
     const workers = Math.max(0, cfg.demoFleetHosts - 3);

@@ -22,6 +22,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
     releases,
     baseUrl: cfg.api.baseUrl,
     imageUrlTtlSeconds: cfg.auth.imageUrlTtlSeconds,
+    agentTokenTtlSeconds: cfg.auth.agentTokenTtlSeconds,
     imageUrlSigner: () =>
       (imageUrlSigner ??= loadImageUrlKey(ports.db, cfg.auth.imageUrlSecret).then(
         (key) => new ImageUrlSigner(key),

@@ -38,6 +38,8 @@ export interface ServiceContext {
   releases: ReleaseCatalogue;
   baseUrl: string;
   imageUrlTtlSeconds: number;
+  /** Life of the agent tokens the service mints (0: they never expire); agents that poll get renewed ones. */
+  agentTokenTtlSeconds?: number;
   /** Signs and checks the short presigned discovery-image URLs (its key may live in the database, hence a promise). */
   imageUrlSigner: () => Promise<ImageUrlSigner>;
   baseImages: BaseImages;

@@ -192,7 +192,7 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
   const config = discoveryIgnition({
     serviceBaseUrl: ctx.baseUrl,
     infraEnvId: id,
-    agentToken: ctx.signer?.sign({ use: 'agent', infra_env_id: id }) ?? '',
+    agentToken: ctx.signer?.sign({ use: 'agent', infra_env_id: id }, ctx.agentTokenTtlSeconds || undefined) ?? '',
     sshAuthorizedKey: (d.ssh_authorized_key as string | undefined) || undefined,
     proxy: d.proxy as { http_proxy?: string; https_proxy?: string; no_proxy?: string } | undefined,
     additionalNtpSources: d.additional_ntp_sources as string | undefined,

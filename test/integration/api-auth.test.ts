@@ -155,6 +155,35 @@ describe('AUTH_TYPE=local', () => {
     expect((await call('GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/files?file_name=discovery.ign`, { headers: user('bob') })).status).toBe(404);
   });
 
+  it('mints agent tokens that expire, and renews a polling agent\'s token past half its life', async () => {
+    const r = await call('GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/files?file_name=discovery.ign`, { headers: user('alice') });
+    const env = decodeURIComponent(r.body.storage.files.find((f: { path: string }) => f.path === '/etc/landfall/agent.env').contents.source.slice('data:,'.length));
+    const claims = h.signer.verify(/LANDFALL_AGENT_TOKEN=(\S+)/.exec(env)![1]!);
+    // The default life: 30 days from the download.
+    expect(claims.exp! - claims.iat!).toBe(30 * 24 * 3600);
+    const poll = (token: string) => call('GET', `${h.base}/infra-envs/${aInfraEnv}/hosts/${aHost}/instructions`, { headers: { 'X-Secret-Key': token } });
+    // Expired: refused, whatever its scope.
+    const dead = h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv }, 60, Date.now() - 120_000);
+    const refused = await poll(dead);
+    expect([refused.status, refused.body.message]).toEqual([401, 'token expired']);
+    // Young: no renewal.
+    const young = await poll(h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv }, 30 * 24 * 3600));
+    expect([young.status, young.headers.get('x-landfall-agent-token')]).toEqual([200, null]);
+    // Past half its life: the answer carries a renewed token with the same scope and a full life.
+    const old = h.signer.sign({ use: 'agent', infra_env_id: aInfraEnv }, 30 * 24 * 3600, Date.now() - 16 * 24 * 3600 * 1000);
+    const renewedAnswer = await poll(old);
+    expect(renewedAnswer.status).toBe(200);
+    const renewed = renewedAnswer.headers.get('x-landfall-agent-token')!;
+    const fresh = h.signer.verify(renewed);
+    expect(fresh).toMatchObject({ use: 'agent', infra_env_id: aInfraEnv });
+    expect(fresh.exp! - Date.now() / 1000).toBeGreaterThan(29 * 24 * 3600);
+    expect((await poll(renewed)).status).toBe(200);
+    expect((await call('GET', `${h.base}/infra-envs/${bInfraEnv}/hosts`, { headers: { 'X-Secret-Key': renewed } })).status).not.toBe(200);
+    // A user's token is never renewed through this header.
+    const u = await call('GET', `${h.base}/clusters`, { headers: { Authorization: `Bearer ${h.signer.sign({ use: 'user', sub: 'alice' }, 3600, Date.now() - 3000_000)}` } });
+    expect([u.status, u.headers.get('x-landfall-agent-token')]).toEqual([200, null]);
+  });
+
   it('accepts image tokens that open only their own infra-env', async () => {
     const u = await call('GET', `${h.base}/infra-envs/${aInfraEnv}/downloads/image-url`, { headers: user('alice') });
     expect(u.status).toBe(200);

@@ -52,7 +52,22 @@ function credential(req: Parameters<RequestHandler>[0], scheme: Scheme): string 
   }
 }
 
-export function authenticate(authType: 'none' | 'local', signer: TokenSigner | undefined, defaultSecurity: Array<Record<string, unknown>>): RequestHandler {
+/** The header that hands an agent its renewed token; the upstream Go agent ignores it (its token lives as long as its image). */
+export const RENEWED_AGENT_TOKEN_HEADER = 'X-Landfall-Agent-Token';
+
+/**
+ * An agent token past half its life is renewed on any agent call: the same
+ * scope, a fresh expiry. Hosts that keep polling never lose their access;
+ * a token copied off a host that stopped polling dies at its expiry.
+ */
+function renewal(scheme: Scheme, c: TokenClaims, signer: TokenSigner, ttlSeconds: number | undefined, nowMs: number): string | undefined {
+  if (scheme !== 'agentAuth' || !ttlSeconds || c.exp === undefined) return undefined;
+  if (c.exp * 1000 - nowMs > (ttlSeconds * 1000) / 2) return undefined;
+  const { iat: _iat, exp: _exp, ...scope } = c;
+  return signer.sign(scope, ttlSeconds, nowMs);
+}
+
+export function authenticate(authType: 'none' | 'local', signer: TokenSigner | undefined, defaultSecurity: Array<Record<string, unknown>>, opts: { agentTokenTtlSeconds?: number } = {}): RequestHandler {
   return (req, res, next) => {
     if (authType === 'none') {
       res.locals.principal = { kind: 'admin', user: '' } satisfies Principal;
@@ -69,9 +84,12 @@ export function authenticate(authType: 'none' | 'local', signer: TokenSigner | u
       const token = credential(req, scheme);
       if (!token) continue;
       try {
-        const principal = toPrincipal(scheme, signer!.verify(token));
+        const claims = signer!.verify(token);
+        const principal = toPrincipal(scheme, claims);
         if (principal) {
           res.locals.principal = principal;
+          const renewed = renewal(scheme, claims, signer!, opts.agentTokenTtlSeconds, Date.now());
+          if (renewed) res.setHeader(RENEWED_AGENT_TOKEN_HEADER, renewed);
           return next();
         }
         sawInvalid = 'the token is not valid for this operation';
