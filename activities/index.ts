@@ -2,6 +2,7 @@ import { createSelfCheckActivities, type SelfCheckDeps } from './self-check';
 import { createHostMonitorActivities } from './host-monitor';
 import { createInstallActivities } from './install';
 import { createBmcActivities } from './bmc';
+import { createDay2Activities } from './install-day2';
 import type { ServiceContext } from '../src/services/context';
 
 export type ActivityDeps = SelfCheckDeps & { services: ServiceContext };
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createHostMonitorActivities(deps.services),
     ...createInstallActivities(deps.services),
     ...createBmcActivities(deps.services),
+    ...createDay2Activities(deps.services),
   };
 }

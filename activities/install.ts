@@ -49,12 +49,12 @@ async function moveHost(ctx: ServiceContext, trx: Knex.Transaction, h: HostRow, 
 }
 
 /** The disk chosen at refresh (installation_disk_path), else the first eligible one. */
-function bootDevice(h: HostRow, facts: ReturnType<typeof hostFacts>): string {
+export function bootDevice(h: HostRow, facts: ReturnType<typeof hostFacts>): string {
   return ((h.doc as Json).installation_disk_path as string | undefined) || facts.inventory?.disks.find((x) => x.installation_eligibility.eligible)?.path || '/dev/sda';
 }
 
 /** The host's extra coreos-installer arguments, stored as assisted-service stores them: a JSON string. */
-function installerArgsOf(h: HostRow): string[] {
+export function installerArgsOf(h: HostRow): string[] {
   const v = (h.doc as Json).installer_args;
   try {
     const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : v;
@@ -64,7 +64,7 @@ function installerArgsOf(h: HostRow): string[] {
   }
 }
 
-const pkiKey = (clusterId: string, attempt: number) => `clusters/${clusterId}/attempts/${attempt}/pki.json`;
+export const pkiKey = (clusterId: string, attempt: number) => `clusters/${clusterId}/attempts/${attempt}/pki.json`;
 
 export function createInstallActivities(ctx: ServiceContext) {
   const clusterHosts = (clusterId: string, q: Knex | Knex.Transaction = ctx.db) => q<HostRow>('hosts').where({ cluster_id: clusterId }).orderBy('id');

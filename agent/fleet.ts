@@ -26,6 +26,10 @@ export interface FleetOptions {
   durationSeconds: number;
   pollIntervalSeconds?: number;
   netns?: boolean;
+  /** The first host's index: a second fleet on the same network (day 2) takes the next addresses and names. */
+  firstIndex?: number;
+  /** The simulated network to join (in-process only): a day-2 fleet shares the first fleet's, so its hosts reach the installed ones. */
+  network?: SimulatedNetwork;
   /** Spread the start of the hosts over this many seconds (a fleet does not boot in one instant). */
   rampSeconds?: number;
   onProgress?: (line: string) => void;
@@ -73,7 +77,8 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   const names = expandMix(o.mix, o.count);
   const profiles = new Map(Array.from(new Set(names), (n) => [n, loadProfile(n)]));
   const seed = o.seed ?? `${o.infraEnvId}`;
-  const network = new SimulatedNetwork();
+  const network = o.network ?? new SimulatedNetwork();
+  const first = o.firstIndex ?? 0;
   const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 };
 
   let topology: NetnsTopology | undefined;
@@ -96,8 +101,8 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   try {
     for (let i = 0; i < o.count; i++) {
       const profile = profiles.get(names[i]!)!;
-      const ident = simulatedIdentity(seed, i);
-      const identity = { ...ident, ip: topology ? topology.hosts[i]!.ip : ident.ip, hostname: `${profile.name}-${i}` };
+      const ident = simulatedIdentity(seed, first + i);
+      const identity = { ...ident, ip: topology ? topology.hosts[i]!.ip : ident.ip, hostname: `${profile.name}-${first + i}` };
       const executor = topology ? new NetnsExecutor(profile, identity, network, topology.hosts[i]!.ns) : new SimulatedExecutor(profile, identity, network);
       if (topology && profile.link?.isolated) await topology.cut(i);
       const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds };

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
-import { STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
+import { DAY2_CONTROLLER_STAGES, STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
 import { tar } from '../../src/util/tar';
 import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory, LogsContext } from '../types';
 import { sleep } from '../service-client';
@@ -220,10 +220,13 @@ export class SimulatedExecutor implements Executor {
     const stop = AbortSignal.any([signal, this.installing.signal]);
     const role = String(args.role ?? 'master');
     const cp = Number(args.control_plane_count ?? 3);
-    const stageRole: StageRole = cp === 1 ? 'sno' : role === 'bootstrap' ? 'bootstrap' : role === 'worker' ? 'worker' : 'master';
+    const day2 = args.join_existing_cluster === true;
+    const stageRole: StageRole = day2 ? 'day2' : cp === 1 ? 'sno' : role === 'bootstrap' ? 'bootstrap' : role === 'worker' ? 'worker' : 'master';
     const seconds = this.profile.install?.stage_seconds ?? 1;
     this.note(`install: started as ${role} (${stageRole} stages)`);
-    for (const stage of STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk')) {
+    // A day-2 host's installer stops at Rebooting: Joined and Done come from the cluster's controller.
+    const own = STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk' && !(day2 && DAY2_CONTROLLER_STAGES.includes(s)));
+    for (const stage of own) {
       if (stop.aborted) {
         this.note('install: stopped on request');
         throw new InstallStopped();
@@ -246,6 +249,7 @@ export class SimulatedExecutor implements Executor {
       }
       await sleep(seconds * 1000, stop);
     }
+    if (day2) return this.playDay2Controller(io, stop, seconds);
     // Simulated hosts play the in-cluster controller of their simulated cluster as the real one
     // works: once the service says finalizing, they report available every operator the service
     // lists as monitored (any installed host may be the one that does it: reports are idempotent).
@@ -271,6 +275,27 @@ export class SimulatedExecutor implements Executor {
         await sleep(500, stop);
       }
     }
+  }
+
+  /**
+   * SIMULATED: what a day-2 host's join looks like from the service. The
+   * host "rebooted" into its installed OS, whose Ignition runs kubeadm join;
+   * the running cluster's controller then reports the node, as
+   * assisted-installer-controller reports nodes: Joined once the node
+   * registered, Done once it is Ready. No kubelet runs and no cluster
+   * exists here; this host plays that controller over the same API and says
+   * so in each report.
+   */
+  private async playDay2Controller(io: InstallIo, stop: AbortSignal, seconds: number): Promise<void> {
+    if (this.profile.install?.no_controller) return;
+    await sleep(seconds * 1000, stop);
+    if (stop.aborted) throw new InstallStopped();
+    await io.report('Joined', `simulated controller: node ${this.identity.hostname} registered with the cluster`);
+    this.note('controller (simulated): reported the node Joined');
+    await sleep(seconds * 1000, stop);
+    if (stop.aborted) throw new InstallStopped();
+    await io.report('Done', `simulated controller: node ${this.identity.hostname} is Ready`);
+    this.note('controller (simulated): reported the node Done');
   }
 
   /**

@@ -20,7 +20,7 @@ export const HOST_STAGES = [
 ] as const;
 
 export type HostStage = (typeof HOST_STAGES)[number];
-export type StageRole = 'bootstrap' | 'master' | 'arbiter' | 'worker' | 'sno';
+export type StageRole = 'bootstrap' | 'master' | 'arbiter' | 'worker' | 'sno' | 'day2';
 
 export const STAGES_BY_ROLE: Record<StageRole, readonly HostStage[]> = {
   bootstrap: ['Starting installation', 'Installing', 'Writing image to disk', 'Copying registry data to disk', 'Waiting for control plane', 'Waiting for bootkube', 'Waiting for controller', 'Rebooting', 'Configuring', 'Joined', 'Done'],
@@ -28,12 +28,18 @@ export const STAGES_BY_ROLE: Record<StageRole, readonly HostStage[]> = {
   arbiter: ['Starting installation', 'Installing', 'Writing image to disk', 'Copying registry data to disk', 'Rebooting', 'Configuring', 'Joined', 'Done'],
   worker: ['Starting installation', 'Installing', 'Writing image to disk', 'Waiting for control plane', 'Rebooting', 'Waiting for ignition', 'Configuring', 'Joined', 'Done'],
   sno: ['Starting installation', 'Installing', 'Waiting for bootkube', 'Writing image to disk', 'Copying registry data to disk', 'Rebooting', 'Joined', 'Done'],
+  // A day-2 host's own installer reports up to Rebooting; the cluster's controller reports Joined and Done.
+  day2: ['Starting installation', 'Installing', 'Writing image to disk', 'Rebooting', 'Joined', 'Done'],
 };
+
+/** The stages of a day-2 host the host itself reports; the rest come from the cluster's controller. */
+export const DAY2_CONTROLLER_STAGES: readonly HostStage[] = ['Joined', 'Done'];
 
 /** Stages that are optional in a role's walk (registry data is copied only in disconnected installs). */
 const OPTIONAL: readonly HostStage[] = ['Copying registry data to disk'];
 
-export function stageRole(role: string, bootstrap: boolean, controlPlaneCount: number): StageRole {
+export function stageRole(role: string, bootstrap: boolean, controlPlaneCount: number, day2 = false): StageRole {
+  if (day2) return 'day2';
   if (controlPlaneCount === 1 && (role === 'master' || bootstrap)) return 'sno';
   if (bootstrap) return 'bootstrap';
   return role === 'arbiter' ? 'arbiter' : role === 'worker' ? 'worker' : 'master';

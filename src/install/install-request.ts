@@ -22,6 +22,8 @@ export interface InstallRequestInput {
   images?: { installer: string; controller: string };
   /** Extra coreos-installer arguments (the host's installer_args, an array). */
   installerArgs?: string[];
+  /** Day 2: the host joins a running cluster; its installer stops at Rebooting and the controller reports the rest. */
+  joinExistingCluster?: boolean;
 }
 
 export interface InstallCmdRequest {
@@ -37,6 +39,8 @@ export interface InstallCmdRequest {
   high_availability_mode: 'Full' | 'None';
   check_cvo: boolean;
   control_plane_count: number;
+  /** Landfall's own field (the upstream agent ignores it): a day-2 host joining a running cluster. */
+  join_existing_cluster?: boolean;
 }
 
 export function installCmdRequest(i: InstallRequestInput): InstallCmdRequest {
@@ -54,5 +58,6 @@ export function installCmdRequest(i: InstallRequestInput): InstallCmdRequest {
     high_availability_mode: i.controlPlaneCount === 1 ? 'None' : 'Full',
     check_cvo: false,
     control_plane_count: i.controlPlaneCount,
+    ...(i.joinExistingCluster ? { join_existing_cluster: true } : {}),
   };
 }

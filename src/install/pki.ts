@@ -37,13 +37,13 @@ function serial(): string {
   return (randomInt(1, 0x7f).toString(16).padStart(2, '0') + randomBytes(15).toString('hex'));
 }
 
-function certificate(o: { cn: string; orgs?: string[]; keyPem: string; publicKeyPem: string; issuer?: KeyPairPem; ca: boolean; years: number; clientAuth?: boolean }): string {
+function certificate(o: { cn: string; orgs?: string[]; keyPem: string; publicKeyPem: string; issuer?: KeyPairPem; ca: boolean; years: number; validForMs?: number; clientAuth?: boolean }): string {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(o.publicKeyPem);
   cert.serialNumber = serial();
   const now = new Date();
   cert.validity.notBefore = new Date(now.getTime() - 5 * 60_000);
-  cert.validity.notAfter = new Date(now.getTime() + o.years * 365 * 24 * 3600_000);
+  cert.validity.notAfter = new Date(now.getTime() + (o.validForMs ?? o.years * 365 * 24 * 3600_000));
   const subject = [{ name: 'commonName', value: o.cn }, ...(o.orgs ?? []).map((v) => ({ name: 'organizationName', value: v }))];
   cert.setSubject(subject);
   cert.setIssuer(o.issuer ? forge.pki.certificateFromPem(o.issuer.certPem).subject.attributes : subject);
@@ -106,6 +106,55 @@ export function adminKubeconfig(pki: ClusterPki, clusterName: string, server: st
     `    cluster: ${clusterName}`,
     `    user: admin@${clusterName}`,
     `current-context: admin@${clusterName}`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * A day-2 host's join credential: a client certificate signed by the
+ * cluster's CA, valid for `validForMs` only. Its identity is what a kubeadm
+ * bootstrap token authenticates as (user system:bootstrap:<id>, group
+ * system:bootstrappers:kubeadm:default-node-token), so the RBAC kubeadm init
+ * set up lets it read the join configuration and request the kubelet's own
+ * certificate, which the cluster approves; nothing has to be registered in
+ * the cluster first, and the credential is useless after it expires.
+ */
+export interface JoinCredential {
+  tokenId: string;
+  certPem: string;
+  keyPem: string;
+  notAfter: string;
+}
+
+export function mintJoinCredential(pki: ClusterPki, validForMs: number): JoinCredential {
+  const k = rsaKey();
+  const tokenId = token(6);
+  const certPem = certificate({ cn: `system:bootstrap:${tokenId}`, orgs: ['system:bootstrappers', 'system:bootstrappers:kubeadm:default-node-token'], keyPem: k.privateKeyPem, publicKeyPem: k.publicKeyPem, issuer: pki.ca, ca: false, years: 0, validForMs, clientAuth: true });
+  return { tokenId, certPem, keyPem: k.privateKeyPem, notAfter: forge.pki.certificateFromPem(certPem).validity.notAfter.toISOString() };
+}
+
+/** A kubeconfig for one client certificate (the admin's, or a day-2 host's join credential). */
+export function clientKubeconfig(caPem: string, user: string, cert: KeyPairPem, clusterName: string, server: string): string {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${clusterName}`,
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority-data: ${b64(caPem)}`,
+    'users:',
+    `- name: ${user}`,
+    '  user:',
+    `    client-certificate-data: ${b64(cert.certPem)}`,
+    `    client-key-data: ${b64(cert.keyPem)}`,
+    'contexts:',
+    `- name: ${user}@${clusterName}`,
+    '  context:',
+    `    cluster: ${clusterName}`,
+    `    user: ${user}`,
+    `current-context: ${user}@${clusterName}`,
     '',
   ].join('\n');
 }

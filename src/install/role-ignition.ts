@@ -20,9 +20,9 @@ export interface InstallTopology {
 
 export type IgnitionRole = 'bootstrap' | 'master' | 'worker';
 
-const b64file = (path: string, contents: string, mode = 0o644) => ({ path, mode, overwrite: true, contents: { source: `data:;base64,${Buffer.from(contents).toString('base64')}` } });
+export const b64file = (path: string, contents: string, mode = 0o644) => ({ path, mode, overwrite: true, contents: { source: `data:;base64,${Buffer.from(contents).toString('base64')}` } });
 
-function unit(description: string, exec: string) {
+export function unit(description: string, exec: string) {
   return `[Unit]
 Description=${description}
 Wants=network-online.target kubelet.service

@@ -25,6 +25,14 @@ import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
 import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
 import { attachEnrolledBmc, inventoryMacs } from '../bmc/bmc-service';
+import { DAY2_HOST_KIND, isDay2Cluster, isDay2Host, signalDay2HostReport } from './day2-service';
+import { day2IgnitionKey } from '../install/day2-ignition';
+
+/** A host's install status or stage changed: a day-2 host's own workflow hears of it, else its cluster's install. */
+async function signalReport(ctx: ServiceContext, host: { infraEnvId: string; clusterId: string | null; day2: boolean }, report: { hostId: string; status: string; stage?: string; info?: string }): Promise<void> {
+  if (host.day2) await signalDay2HostReport(ctx, host.infraEnvId, report);
+  else if (host.clusterId) await signalHostReport(ctx, host.clusterId, report);
+}
 
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
@@ -34,7 +42,7 @@ const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h
 export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
-  let reported: { clusterId: string; status: string } | undefined;
+  let reported: { clusterId: string; status: string; day2: boolean } | undefined;
   const registered = await ctx.db.transaction(async (trx) => {
     // Lock order everywhere: cluster, then its hosts.
     const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx) : undefined;
@@ -54,11 +62,13 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
           infra_env_id: infraEnvId,
           cluster_id: infraEnv.cluster_id,
           // A single-node cluster's one host can only be its control plane: assisted-service makes it master at once.
-          ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 ? { role: 'master' } : {}),
+          ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 && !isDay2Cluster(cluster) ? { role: 'master' } : {}),
+          // A host joining a running cluster is a worker (assisted-service: day-2 hosts register as workers).
+          ...(isDay2Cluster(cluster) ? { role: 'worker' } : {}),
           discovery_agent_version: body.discovery_agent_version ?? null,
           // Registering is contact: the host is connected from this moment.
           checked_in_at: ctx.now(),
-          doc: { validations_info: '{}', progress: {}, logs_info: '' },
+          doc: { validations_info: '{}', progress: {}, logs_info: '', ...(isDay2Cluster(cluster) ? { kind: DAY2_HOST_KIND } : {}) },
         },
         requestId,
       );
@@ -71,14 +81,14 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
         patch: { step_sends: {}, checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id },
       });
       host = m.row;
-      if (m.moved && host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(host.status)) reported = { clusterId: host.cluster_id, status: host.status };
+      if (m.moved && host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(host.status)) reported = { clusterId: host.cluster_id, status: host.status, day2: isDay2Host(host) };
     }
     // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
     await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
-  if (reported) await signalHostReport(ctx, reported.clusterId, { hostId: body.host_id, status: reported.status });
+  if (reported) await signalReport(ctx, { infraEnvId, clusterId: reported.clusterId, day2: reported.day2 }, { hostId: body.host_id, status: reported.status });
   return registered;
 }
 
@@ -187,7 +197,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
         const m = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) }, { requestId });
         // It will not answer this install step again: close it, as a Failed progress report does.
         if (m.moved) await ctx.repos.steps.closeSent(key, 'install', trx);
-        return { from: host.status, to: m.row.status, clusterId: host.cluster_id };
+        return { from: host.status, to: m.row.status, clusterId: host.cluster_id, day2: isDay2Host(host) };
       }
       return undefined;
     }
@@ -211,25 +221,28 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     if (reply.step_type === 'installation-disk-speed-check' && host.status === 'preparing-for-installation') {
       const fresh = (await ctx.repos.hosts.get(key, trx))!;
       const m = await applyHostEvent(ctx, trx, fresh, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true }, { requestId });
-      if (m.transition) return { from: host.status, to: m.row.status, clusterId: host.cluster_id };
+      if (m.transition) return { from: host.status, to: m.row.status, clusterId: host.cluster_id, day2: false };
     }
     return undefined;
   });
-  if (change?.clusterId && change.to !== change.from) await signalHostReport(ctx, change.clusterId, { hostId, status: change.to });
+  if (change?.clusterId && change.to !== change.from) await signalReport(ctx, { infraEnvId, clusterId: change.clusterId, day2: change.day2 }, { hostId, status: change.to });
 }
 
 const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
+/** A day-2 node the controller saw join still takes its report of the node ready (Done). */
+const DAY2_REPORTING = [...INSTALLING, 'added-to-existing-cluster'];
 
 export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, progress: { current_stage: string; progress_info?: string }, requestId?: string): Promise<void> {
   await loadHost(ctx, p, infraEnvId, hostId);
   const key = { infraEnvId, hostId };
   const change = await ctx.db.transaction(async (trx) => {
     const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
-    if (!INSTALLING.includes(host.status)) throw conflict(`host ${hostId} is not installing (status ${host.status})`);
+    const day2 = isDay2Host(host);
+    if (!(day2 ? DAY2_REPORTING : INSTALLING).includes(host.status)) throw conflict(`host ${hostId} is not installing (status ${host.status})`);
     const cluster = host.cluster_id ? await ctx.repos.clusters.get(host.cluster_id, trx) : undefined;
     const cp = (cluster?.doc.control_plane_count as number | undefined) ?? 3;
     const current = (host.doc.progress as { current_stage?: string } | undefined)?.current_stage;
-    const check = checkStageTransition(stageRole(host.role, host.bootstrap, cp), current, progress.current_stage);
+    const check = checkStageTransition(stageRole(host.role, host.bootstrap, cp, day2), current, progress.current_stage);
     if (!check.ok) throw conflict(check.reason);
     const now = ctx.now().toISOString();
     const sameStage = current === progress.current_stage;
@@ -250,18 +263,19 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     if (!sameStage && current && typeof prev.stage_started_at === 'string') {
       ctx.metrics?.stageDuration(current, host.bootstrap ? 'bootstrap' : host.role, (Date.parse(now) - Date.parse(prev.stage_started_at)) / 1000);
     }
-    const { row, moved } = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info }, { patch: { doc }, requestId });
+    const { row, moved } = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info, day2 }, { patch: { doc }, requestId });
+    if (day2 && progress.current_stage === 'Joined' && !sameStage) await ctx.repos.events.add({ name: 'host_joined_cluster', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: 'joined (Joined)' }, requestId }, trx);
     // A finished host answers its install step no more (it rebooted into the installed system): close it.
     if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, 'install', trx);
     await ctx.repos.events.add(
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,
     );
-    return { clusterId: host.cluster_id, status: row.status, stageChanged: !sameStage, statusChanged: row.status !== host.status };
+    return { clusterId: host.cluster_id, status: row.status, stageChanged: !sameStage, statusChanged: row.status !== host.status, day2 };
   });
   // One signal per stage change, never one per report: the install's history stays small.
   if (change.clusterId && (change.stageChanged || change.statusChanged)) {
-    await signalHostReport(ctx, change.clusterId, { hostId, status: change.status, stage: progress.current_stage, info: progress.progress_info });
+    await signalReport(ctx, { infraEnvId, clusterId: change.clusterId, day2: change.day2 }, { hostId, status: change.status, stage: progress.current_stage, info: progress.progress_info });
   }
 }
 
@@ -269,6 +283,12 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
 export async function hostIgnition(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ fileName: string; body: Buffer }> {
   const { host } = await loadHost(ctx, p, infraEnvId, hostId);
   if (!host.cluster_id) throw conflict(`host ${hostId} is not bound to a cluster`);
+  if (isDay2Host(host)) {
+    // Its own Ignition, with its own join credential (activities/install-day2.ts).
+    const key = day2IgnitionKey(host.cluster_id, hostId);
+    if (!(await ctx.store.stat(key))) throw conflict(`no Ignition for host ${hostId} yet: install it first (POST …/hosts/${hostId}/actions/install)`);
+    return { fileName: `worker-${hostId}.ign`, body: await ctx.store.getBuffer(key) };
+  }
   const role = host.bootstrap ? 'master' : host.role === 'auto-assign' ? host.suggested_role : host.role;
   const key = `clusters/${host.cluster_id}/ignition/${role}.ign`;
   if (!(await ctx.store.stat(key))) throw conflict(`no Ignition for host ${hostId} yet: the cluster has not been prepared for installation`);

@@ -1,6 +1,7 @@
 /** Rows → facts for the pure lifecycle code. The only place that parses stored agent reports. */
 import type { Inventory } from '../../agent/types';
 import type { ClusterRow, HostRow } from '../db/rows';
+import type { ReleaseCatalogue } from '../domain/releases';
 import { parseJson, type ClusterFacts, type ConnectivityReport, type HostFacts } from '../domain/lifecycle/facts';
 
 type Json = Record<string, unknown>;
@@ -24,6 +25,7 @@ export function hostFacts(h: HostRow, nowMs: number): HostFacts {
   return {
     id: h.id,
     status: h.status,
+    day2: d.kind === 'AddToExistingClusterHost',
     role: h.role,
     suggestedRole: h.suggested_role,
     bootstrap: h.bootstrap,
@@ -42,7 +44,7 @@ export function hostFacts(h: HostRow, nowMs: number): HostFacts {
   };
 }
 
-export function clusterFacts(c: ClusterRow, hosts: HostFacts[]): ClusterFacts {
+export function clusterFacts(c: ClusterRow, hosts: HostFacts[], releases?: ReleaseCatalogue): ClusterFacts {
   const d = c.doc as Json;
   const list = <T>(k: string) => ((d[k] as T[] | undefined) ?? []);
   return {
@@ -59,6 +61,8 @@ export function clusterFacts(c: ClusterRow, hosts: HostFacts[]): ClusterFacts {
     apiVips: list<{ ip: string }>('api_vips').map((v) => v.ip),
     ingressVips: list<{ ip: string }>('ingress_vips').map((v) => v.ip),
     networkType: d.network_type as string | undefined,
+    day2: d.kind === 'AddHostsCluster',
+    release: { version: c.openshift_version, cpuArchitectures: releases?.[c.openshift_version]?.cpu_architectures },
     hosts,
   };
 }

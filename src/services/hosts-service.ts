@@ -7,6 +7,7 @@ import type { ServiceContext } from './context';
 import { loadCluster, loadHost, loadInfraEnv } from './access';
 import { refreshCluster, refreshForHost } from './refresh-service';
 import { requestHostRetry } from './install-signals';
+import { isDay2Host, retryDay2HostInstall } from './day2-service';
 
 /** Host states in which a user may edit role, hostname and disks (reference §1a). */
 export const HOST_EDITABLE = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input'];
@@ -123,7 +124,9 @@ export async function retryHostInstall(ctx: ServiceContext, p: Principal, infraE
   if (!host.cluster_id) throw conflict(`host ${hostId} is not part of a cluster`);
   const cluster = (await ctx.repos.clusters.get(host.cluster_id))!;
   try {
-    await requestHostRetry(ctx, cluster, hostId);
+    // A day-2 host is followed by its own workflow, never by the cluster's install.
+    if (isDay2Host(host)) await retryDay2HostInstall(ctx, host);
+    else await requestHostRetry(ctx, cluster, hostId);
   } catch (err) {
     // The workflow's validator explains why (host not in error, install not running).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;

@@ -187,7 +187,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const rows = await lockedClusterHosts(trx, clusterId);
   const now = ctx.now().getTime();
   const hostList = rows.map((r) => hostFacts(r, now));
-  const facts = clusterFacts(cluster, hostList);
+  const facts = clusterFacts(cluster, hostList, ctx.releases);
   const derived = deriveNetworks(facts, cluster.doc as Json, rows);
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;

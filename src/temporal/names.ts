@@ -12,6 +12,8 @@ export const TASK_QUEUE = {
 
 export const workflowIds = {
   installCluster: (clusterId: string, attempt: number): string => `install-cluster-${clusterId}-attempt-${attempt}`,
+  /** One day-2 host's install into its running cluster; a reset and a new install is a new attempt. */
+  installDay2Host: (hostId: string, attempt: number): string => `install-day2-host-${hostId}-attempt-${attempt}`,
   selfCheck: (checkId: string): string => `self-check-${checkId}`,
   hostMonitor: 'host-monitor',
   enrollBmcHost: (bmcId: string): string => `enroll-bmc-host-${bmcId}`,

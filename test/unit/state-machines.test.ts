@@ -11,7 +11,9 @@ const bools = [true, false];
 const hostSituations: HostEvent[] = [
   ...[undefined, 'Rebooting', 'Installing', 'Done'].map((currentStage) => ({ type: 'RegisterHost' as const, currentStage })),
   ...bools.flatMap((connected) => bools.flatMap((hasInventory) => bools.flatMap((hardwareOk) => bools.flatMap((machineCidrOk) => bools.map((blockingOk) => ({ type: 'Refresh' as const, summary: { connected, hasInventory, hardwareOk, machineCidrOk, blockingOk } })))))),
-  ...HOST_STAGES.map((stage) => ({ type: 'ProgressReported' as const, stage })),
+  ...HOST_STAGES.flatMap((stage) => bools.map((day2) => ({ type: 'ProgressReported' as const, stage, day2 }))),
+  { type: 'Day2InstallRequested' },
+  { type: 'Day2InstallAborted' },
   { type: 'CancelInstallation' },
   { type: 'ResetInstallation' },
   { type: 'InstallStarted' },
@@ -34,6 +36,8 @@ const clusterSituations: ClusterEvent[] = [
   { type: 'ComponentsAvailable' },
   { type: 'HostRetried' },
   ...bools.map((pending) => ({ type: 'HostNeedsUser' as const, pending })),
+  { type: 'AddHostsAllowed' },
+  { type: 'ClusterImported' },
 ];
 
 const matching = <R extends { event: string; from: readonly string[]; guard?: unknown }>(rules: readonly R[], state: string, e: { type: string }) =>
@@ -65,6 +69,17 @@ describe('host state machine table', () => {
     expect(nextHostStatus('installing-in-progress', { type: 'RegisterHost', currentStage: 'Installing' })?.to).toBe('error');
     expect(nextHostStatus('installed', { type: 'RegisterHost' })).toBeUndefined();
   });
+  it('walks a day-2 host: known → installing → (controller) Joined → added-to-existing-cluster → Done → installed', () => {
+    expect(nextHostStatus('known', { type: 'Day2InstallRequested' })?.to).toBe('installing');
+    expect(nextHostStatus('installing-in-progress', { type: 'ProgressReported', stage: 'Rebooting', day2: true })?.to).toBe('installing-in-progress');
+    expect(nextHostStatus('installing-in-progress', { type: 'ProgressReported', stage: 'Joined', day2: true })?.to).toBe('added-to-existing-cluster');
+    // A day-1 host's Joined is just another stage.
+    expect(nextHostStatus('installing-in-progress', { type: 'ProgressReported', stage: 'Joined' })?.to).toBe('installing-in-progress');
+    expect(nextHostStatus('added-to-existing-cluster', { type: 'ProgressReported', stage: 'Done', day2: true })?.to).toBe('installed');
+    expect(nextHostStatus('added-to-existing-cluster', { type: 'StageTimedOut', stage: 'Joined' })?.to).toBe('error');
+    expect(nextHostStatus('error', { type: 'RetryRequested' })?.to).toBe('installing');
+    expect(nextHostStatus('added-to-existing-cluster', { type: 'ResetInstallation' })?.to).toBe('resetting-pending-user-action');
+  });
 });
 
 describe('cluster state machine table', () => {
@@ -77,6 +92,11 @@ describe('cluster state machine table', () => {
     expect(nextClusterStatus('ready', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: true } })?.to).toBe('insufficient');
     expect(nextClusterStatus('insufficient', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: false } })?.to).toBe('ready');
     expect(nextClusterStatus('installing', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: false } })).toBeUndefined();
+  });
+  it('opens only an installed cluster for new hosts, and never refreshes it out of adding-hosts', () => {
+    expect(nextClusterStatus('installed', { type: 'AddHostsAllowed' })?.to).toBe('adding-hosts');
+    expect(nextClusterStatus('ready', { type: 'AddHostsAllowed' })).toBeUndefined();
+    expect(nextClusterStatus('adding-hosts', { type: 'Refresh', summary: { inputMissing: true, requiredFailing: true } })).toBeUndefined();
   });
 });
 

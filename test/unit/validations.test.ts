@@ -11,6 +11,7 @@ function host(id: string, o: Partial<HostFacts> & { cpu?: number; ramGiB?: numbe
   return {
     id,
     status: 'known',
+    day2: false,
     role: 'auto-assign',
     suggestedRole: 'master',
     bootstrap: false,
@@ -38,7 +39,7 @@ function host(id: string, o: Partial<HostFacts> & { cpu?: number; ramGiB?: numbe
   };
 }
 function cluster(hosts: HostFacts[], o: Partial<ClusterFacts> = {}): ClusterFacts {
-  return { id: 'c', name: 'c', status: 'insufficient', baseDnsDomain: 'example.com', pullSecretSet: true, controlPlaneCount: 3, userManagedNetworking: false, machineNetworks: ['10.0.0.0/24'], clusterNetworks: [{ cidr: '10.128.0.0/14', hostPrefix: 23 }], serviceNetworks: ['172.30.0.0/16'], apiVips: ['10.0.0.5'], ingressVips: ['10.0.0.6'], networkType: 'Cilium', hosts, ...o };
+  return { id: 'c', name: 'c', status: 'insufficient', baseDnsDomain: 'example.com', pullSecretSet: true, controlPlaneCount: 3, userManagedNetworking: false, machineNetworks: ['10.0.0.0/24'], clusterNetworks: [{ cidr: '10.128.0.0/14', hostPrefix: 23 }], serviceNetworks: ['172.30.0.0/16'], apiVips: ['10.0.0.5'], ingressVips: ['10.0.0.6'], networkType: 'Cilium', day2: false, release: { version: '1.31', cpuArchitectures: ['x86_64', 'arm64'] }, hosts, ...o };
 }
 const check = (id: string, h: HostFacts, c?: ClusterFacts) => HOST_VALIDATIONS.find((v) => v.id === id)!.check(h, { cluster: c, settings: DEFAULT_LIFECYCLE_SETTINGS });
 const ccheck = (id: string, c: ClusterFacts) => CLUSTER_VALIDATIONS.find((v) => v.id === id)!.check(c, { settings: DEFAULT_LIFECYCLE_SETTINGS, hostResults: new Map() });
@@ -114,6 +115,41 @@ describe('cluster validations', () => {
     const a = host('h1', { agentTimestampS: 1000 });
     const b = host('h2', { agentTimestampS: 1000 + 600 });
     expect(ccheck('ntp-server-configured', cluster([a, b])).peers!.map((p) => p.host_id)).toEqual(['h2', 'h1']);
+  });
+});
+
+describe('day-2 host validations', () => {
+  const nodes = () => ['n1', 'n2', 'n3'].map((id) => host(id, { status: 'installed' }));
+  it('reaches-cluster-nodes names the running nodes a day-2 host cannot reach', () => {
+    const ns = nodes();
+    const newcomer = host('h9', { day2: true, role: 'worker' });
+    const c = cluster([...ns, newcomer], { day2: true });
+    expect(check('reaches-cluster-nodes', newcomer, c).status).toBe('pending');
+    fullMesh([...ns, newcomer], []);
+    expect(check('reaches-cluster-nodes', newcomer, c)).toMatchObject({ status: 'success', message: 'Host reaches all 3 nodes of the cluster' });
+    fullMesh([...ns, newcomer], ['n2']);
+    expect(check('reaches-cluster-nodes', newcomer, c)).toMatchObject({ status: 'failure', cause: 'cluster-nodes-unreachable', peers: [{ host_id: 'n2', address: '10.0.0.12' }], hint: expect.stringContaining('10.0.0.12') });
+    // A node still installing is not part of the running cluster yet; a day-1 host is not checked at all.
+    expect(check('reaches-cluster-nodes', newcomer, cluster([...ns.filter((n) => n.id !== 'n2'), newcomer], { day2: true })).status).toBe('success');
+    expect(check('reaches-cluster-nodes', host('h1'), c).message).toBe('Not a host joining an installed cluster');
+  });
+  it('compatible-with-cluster-release checks the architecture against the release', () => {
+    const arm = host('h9', { day2: true });
+    arm.inventory = { ...arm.inventory!, cpu: { ...arm.inventory!.cpu, architecture: 'aarch64' } };
+    expect(check('compatible-with-cluster-release', arm, cluster([arm], { day2: true })).status).toBe('success');
+    expect(check('compatible-with-cluster-release', arm, cluster([arm], { day2: true, release: { version: '1.31', cpuArchitectures: ['x86_64'] } }))).toMatchObject({ status: 'failure', cause: 'architecture-not-in-release' });
+    expect(check('compatible-with-cluster-release', arm, cluster([arm], { day2: true, release: { version: '1.29', cpuArchitectures: undefined } }))).toMatchObject({ status: 'failure', cause: 'release-unknown' });
+  });
+  it('skips the majority group and latency checks for a day-2 host, and an imported cluster needs no machine network', () => {
+    const newcomer = host('h9', { day2: true, role: 'worker' });
+    const c = cluster([...nodes(), newcomer], { day2: true });
+    expect(check('belongs-to-majority-group', newcomer, c).message).toMatch(/No majority group check/);
+    expect(check('sufficient-network-latency-requirement-for-role', newcomer, c).status).toBe('success');
+    const imported = cluster([newcomer], { day2: true, machineNetworks: [] });
+    expect(check('machine-cidr-defined', newcomer, imported).status).toBe('success');
+    expect(check('belongs-to-machine-cidr', newcomer, imported).status).toBe('success');
+    // The same host as a day-1 host still needs the machine network.
+    expect(check('machine-cidr-defined', host('h1'), cluster([host('h1')], { machineNetworks: [] })).status).toBe('failure');
   });
 });
 

@@ -29,14 +29,15 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): T {
 }
 
 /** Kept on the host for the service's own bookkeeping, never sent. */
-const INTERNAL_HOST_FIELDS = ['inventory_digest'];
+const INTERNAL_HOST_FIELDS = ['inventory_digest', 'day2_prepared'];
 
 export function presentHost(h: HostRow) {
   const d = { ...(h.doc as Record<string, unknown>) };
   for (const k of INTERNAL_HOST_FIELDS) delete d[k];
   return dropUndefined({
     ...d,
-    kind: 'Host',
+    // A host that joins a running cluster is AddToExistingClusterHost (set at registration), as in assisted-service.
+    kind: (d.kind as string | undefined) ?? 'Host',
     id: h.id,
     href: `${BASE_PATH}/v2/infra-envs/${h.infra_env_id}/hosts/${h.id}`,
     infra_env_id: h.infra_env_id,
@@ -86,7 +87,8 @@ export function presentCluster(c: ClusterRow, hosts?: HostRow[]) {
   return dropUndefined({
     ...d,
     ...(derived ? { progress: { ...((d.progress as object | undefined) ?? {}), ...derived } } : {}),
-    kind: 'Cluster',
+    // Cluster, or AddHostsCluster once it accepts hosts (allow-add-workers, import).
+    kind: (d.kind as string | undefined) ?? 'Cluster',
     id: c.id,
     href: `${BASE_PATH}/v2/clusters/${c.id}`,
     name: c.name,

@@ -12,6 +12,7 @@ import type { ServiceContext } from '../../services/context';
 import * as clusters from '../../services/clusters-service';
 import * as infraEnvs from '../../services/infra-envs-service';
 import * as hosts from '../../services/hosts-service';
+import * as day2 from '../../services/day2-service';
 import * as agent from '../../services/agent-service';
 import * as files from '../../services/cluster-files-service';
 import * as events from '../../services/events-service';
@@ -73,6 +74,11 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     const row = await clusters.createCluster(ctx, principal(res), req.body, rid(req));
     res.status(201).json(presentCluster(row, []));
   });
+  // Day 2: an existing cluster, to add hosts to (registered before /v2/clusters/:cluster_id can match "import").
+  r.post('/v2/clusters/import', async (req, res) => {
+    const row = await day2.importCluster(ctx, principal(res), req.body ?? {}, rid(req));
+    res.status(201).json(presentCluster(row, []));
+  });
   r.get('/v2/clusters', async (req, res) => {
     const list = await clusters.listClusters(ctx, principal(res));
     const withHosts = qBool(req, 'with_hosts') === true;
@@ -99,6 +105,14 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   action('cancel', (id, p, x) => clusters.cancelInstallation(ctx, p, id, x));
   action('reset', (id, p, x) => clusters.resetCluster(ctx, p, id, x));
   action('refresh', (id, p, x) => clusters.refreshClusterNow(ctx, p, id, x));
+  action('allow-add-workers', (id, p, x) => day2.allowAddWorkers(ctx, p, id, x));
+  action('allow-add-hosts', (id, p, x) => day2.allowAddWorkers(ctx, p, id, x));
+  r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/install', async (req, res) => {
+    res.status(202).json(presentHost(await day2.installDay2Host(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), rid(req))));
+  });
+  r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/reset', async (req, res) => {
+    res.status(200).json(presentHost(await day2.resetDay2Host(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'), rid(req))));
+  });
   r.post('/v2/infra-envs/:infra_env_id/hosts/:host_id/actions/retry-install', async (req, res) => {
     res.status(202).json(presentHost(await hosts.retryHostInstall(ctx, principal(res), param(req, 'infra_env_id'), param(req, 'host_id'))));
   });

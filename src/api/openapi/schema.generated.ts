@@ -133,6 +133,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/clusters/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import an existing cluster to add hosts to it (day 2).
+         * @description The cluster is registered as an AddHostsCluster in status adding-hosts.
+         *     When api_vip_dnsname is api.<name>.<base domain>, the name and base
+         *     domain are taken from it, as in assisted-service.
+         */
+        post: operations["v2ImportCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/clusters/{cluster_id}/actions/allow-add-workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Let an installed cluster accept new hosts (day 2).
+         * @description Only from installed, and only for a cluster of kind Cluster (400
+         *     otherwise, as assisted-service): the cluster becomes an AddHostsCluster
+         *     in status adding-hosts.
+         */
+        post: operations["TransformClusterToDay2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/clusters/{cluster_id}/actions/allow-add-hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Same as allow-add-workers (the name assisted-service keeps both under). */
+        post: operations["TransformClusterToAddingHosts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/clusters/{cluster_id}/actions/complete-installation": {
         parameters: {
             query?: never;
@@ -580,6 +647,55 @@ export interface paths {
          *     (as assisted-service does). Answers 201 with the updated host.
          */
         patch: operations["v2UpdateHost"];
+        trace?: never;
+    };
+    "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Install one known host into its running cluster (day 2).
+         * @description Only for a host of an AddHostsCluster (409 otherwise) in status known
+         *     (409 otherwise, checked again after a refresh). The host's own
+         *     workflow mints its join credential and hands it the install step.
+         */
+        post: operations["v2InstallHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reset the install of one day-2 host; it must boot the discovery image again. */
+        post: operations["v2ResetHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/actions/retry-install": {
@@ -1293,6 +1409,8 @@ export interface components {
             ignition_endpoint?: components["schemas"]["ignition-endpoint"];
             /** @default false */
             imported?: boolean;
+            /** @description The domain name used to reach the cluster's API (set for an AddHostsCluster). */
+            api_vip_dnsname?: string;
             /** @description Comma-separated tags. */
             tags?: string;
             "last-installation-preparation"?: components["schemas"]["last-installation-preparation"];
@@ -1301,6 +1419,20 @@ export interface components {
             load_balancer?: components["schemas"]["load_balancer"];
         };
         "cluster-list": components["schemas"]["cluster"][];
+        /** @description An existing cluster to add hosts to. */
+        "import-cluster-params": {
+            /** @description The cluster's name (the one in api_vip_dnsname wins when it has the api.<name>.<domain> form). */
+            name: string;
+            /** @description The domain name (or address) the cluster's API answers at. */
+            api_vip_dnsname: string;
+            /**
+             * Format: uuid
+             * @description The id of the cluster hosts will be added to.
+             */
+            openshift_cluster_id: string;
+            /** @description The cluster's release (the service's default when absent). */
+            openshift_version?: string;
+        };
         /** @description The properties of a new cluster. */
         "cluster-create-params": {
             /** @description Lower-case letters, digits and hyphens; starts and ends with a letter or digit. */
@@ -2041,6 +2173,7 @@ export type SchemaMonitoredOperatorsList = components['schemas']['monitored-oper
 export type SchemaOperatorMonitorReport = components['schemas']['operator-monitor-report'];
 export type SchemaCluster = components['schemas']['cluster'];
 export type SchemaClusterList = components['schemas']['cluster-list'];
+export type SchemaImportClusterParams = components['schemas']['import-cluster-params'];
 export type SchemaClusterCreateParams = components['schemas']['cluster-create-params'];
 export type SchemaV2ClusterUpdateParams = components['schemas']['v2-cluster-update-params'];
 export type SchemaClusterFinalizingProgress = components['schemas']['cluster-finalizing-progress'];
@@ -2368,6 +2501,92 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The cluster was reset. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    v2ImportCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["import-cluster-params"];
+            };
+        };
+        responses: {
+            /** @description The imported cluster. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    TransformClusterToDay2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster, now adding-hosts. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    TransformClusterToAddingHosts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cluster. */
+                cluster_id: components["parameters"]["clusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster, now adding-hosts. */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3505,6 +3724,69 @@ export interface operations {
         responses: {
             /** @description The updated host. */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    v2InstallHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The host, now installing. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["host"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    v2ResetHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The infra-env. */
+                infra_env_id: components["parameters"]["infraEnvId"];
+                /** @description The host. */
+                host_id: components["parameters"]["hostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The host, now resetting-pending-user-action. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,6 @@
 /** `landfall hosts --cluster X`: what each host is, where it stands, and what to fix. */
-import { Command } from 'commander';
+import { Argument, Command } from 'commander';
+import { hostsAdd, type AddFlags } from './hosts-add';
 import { resolveCluster, type Json } from '../api-client';
 import { bytes, clientOf, printJson, table, withClientOptions, type ClientFlags } from '../output';
 
@@ -74,11 +75,17 @@ export function hostsTable(hosts: Json[]): string {
 export function hostsCommand(): Command {
   return withClientOptions(
     new Command('hosts')
-      .description('the hosts of a cluster: role, status, CPU/RAM/disk, install stage, and failing validations with their remediation')
-      .requiredOption('--cluster <cluster>', 'cluster id or name'),
-  ).action(async (o: ClientFlags & { cluster: string }) => {
+      .description('the hosts of a cluster: role, status, CPU/RAM/disk, install stage, and failing validations with their remediation; `hosts add` grows an installed cluster (day 2)')
+      // An action argument rather than a subcommand: commander hands a parent's options (--cluster) to the parent, not to its subcommand.
+      .addArgument(new Argument('[action]', 'add: open an installed cluster for new hosts, give its day-2 image, list, install and follow new hosts').choices(['add']))
+      .requiredOption('--cluster <cluster>', 'cluster id or name')
+      .option('--install', 'add: install every new host that is ready (known), each on its own')
+      .option('-w, --wait', 'add --install: follow the new hosts until each is installed (exit 0) or one fails (exit 1)')
+      .option('--pull-secret-file <file>', 'add: pull secret of the day-2 infra-env when it is made (default: an empty one)'),
+  ).action(async (action: string | undefined, o: ClientFlags & { cluster: string }) => {
     const api = clientOf(o);
     const c = await resolveCluster(api, o.cluster);
+    if (action === 'add') return hostsAdd(o as AddFlags, c);
     const hosts = await api.get<Json[]>(`/clusters/${c.id}/hosts`);
     if (o.output === 'json') return printJson(hosts);
     if (!hosts.length) {

@@ -14,6 +14,7 @@ export const CLUSTER_STATES = {
   installed: 'The cluster is installed.',
   error: 'The install failed.',
   cancelled: 'The install was cancelled.',
+  'adding-hosts': 'Day 2: the cluster is installed (or imported) and accepts new hosts, each installed on its own.',
 } as const;
 
 export type ClusterStatus = keyof typeof CLUSTER_STATES;
@@ -37,7 +38,9 @@ export type ClusterEvent =
   | { type: 'InstallFailed'; reason?: string }
   | { type: 'ComponentsAvailable' }
   | { type: 'HostRetried' }
-  | { type: 'HostNeedsUser'; pending: boolean };
+  | { type: 'HostNeedsUser'; pending: boolean }
+  | { type: 'AddHostsAllowed' }
+  | { type: 'ClusterImported' };
 
 export interface ClusterRule<E extends ClusterEvent['type'] = ClusterEvent['type']> {
   event: E;
@@ -68,6 +71,8 @@ export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
   rule({ event: 'HostRetried', from: ['error'], to: 'installing', info: 'Installation in progress: a host is being retried', description: 'The user retried a failed host in place.' }),
   rule({ event: 'HostNeedsUser', from: ['installing'], guard: (e) => e.pending, to: 'installing-pending-user-action', info: 'Cluster has hosts pending user action', description: 'A host booted the discovery image instead of its disk; the user must fix its boot order.' }),
   rule({ event: 'HostNeedsUser', from: ['installing-pending-user-action'], guard: (e) => !e.pending, to: 'installing', info: 'Installation in progress', description: 'No host waits for the user any more.' }),
+  rule({ event: 'ClusterImported', from: ['insufficient'], to: 'adding-hosts', info: 'cluster is adding hosts to existing OCP cluster', description: 'Day 2: an existing cluster was imported (POST /v2/clusters/import); it goes from its initial status straight to accepting hosts, as assisted-service registers it.' }),
+  rule({ event: 'AddHostsAllowed', from: ['installed'], to: 'adding-hosts', info: 'Cluster is installed and accepts new hosts', description: 'Day 2: the user allowed adding hosts to the installed cluster (POST actions/allow-add-workers); its kind becomes AddHostsCluster.' }),
   rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE, to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
   rule({ event: 'ResetRequested', from: CLUSTER_RESETTABLE, to: 'insufficient', info: 'Reset cluster installation', description: 'The user reset the cluster; hosts must boot the discovery image again.' }),
 ];

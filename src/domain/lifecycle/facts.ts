@@ -24,6 +24,8 @@ export interface ConnectivityReport {
 export interface HostFacts {
   id: string;
   status: string;
+  /** Day 2: the host joins an installed cluster (kind AddToExistingClusterHost). */
+  day2: boolean;
   role: string;
   suggestedRole: string;
   bootstrap: boolean;
@@ -59,8 +61,15 @@ export interface ClusterFacts {
   apiVips: string[];
   ingressVips: string[];
   networkType: string | undefined;
+  /** Day 2: an AddHostsCluster (installed, then opened with allow-add-workers, or imported): new hosts join it. */
+  day2: boolean;
+  /** The cluster's release and the CPU architectures Landfall ships it for (undefined: not in the catalogue). */
+  release: { version: string; cpuArchitectures: string[] | undefined };
   hosts: HostFacts[];
 }
+
+/** Statuses of a node that is part of the running cluster (day 1 installed, or day 2 joined). */
+export const CLUSTER_NODE_STATUSES = ['installed', 'added-to-existing-cluster'];
 
 export function parseJson<T>(text: string | null | undefined): T | undefined {
   if (!text) return undefined;

@@ -21,6 +21,7 @@ export const HOST_STATES = {
   error: 'The install failed on this host.',
   cancelled: 'The install was cancelled.',
   'resetting-pending-user-action': 'Reset: reboot the host into the discovery image.',
+  'added-to-existing-cluster': "Day 2: the cluster's controller reported the node joined; waiting for it to report the node ready.",
 } as const;
 
 export type HostStatus = keyof typeof HOST_STATES;
@@ -40,7 +41,8 @@ export interface HostRefreshSummary {
 export type HostEvent =
   | { type: 'RegisterHost'; currentStage?: string }
   | { type: 'Refresh'; summary: HostRefreshSummary }
-  | { type: 'ProgressReported'; stage: string; info?: string }
+  /** day2: the host joins an installed cluster (its cluster is an AddHostsCluster). */
+  | { type: 'ProgressReported'; stage: string; info?: string; day2?: boolean }
   | { type: 'CancelInstallation' }
   | { type: 'ResetInstallation' }
   | { type: 'InstallStarted' }
@@ -48,7 +50,9 @@ export type HostEvent =
   | { type: 'InstallDispatched' }
   | { type: 'PreparationAborted' }
   | { type: 'StageTimedOut'; stage: string }
-  | { type: 'RetryRequested' };
+  | { type: 'RetryRequested' }
+  | { type: 'Day2InstallRequested' }
+  | { type: 'Day2InstallAborted' };
 
 export interface HostRule<E extends HostEvent['type'] = HostEvent['type']> {
   event: E;
@@ -61,6 +65,9 @@ export interface HostRule<E extends HostEvent['type'] = HostEvent['type']> {
 
 const PRE_INSTALL: readonly HostStatus[] = ['discovering', 'known', 'insufficient', 'pending-for-input', 'disconnected'];
 const INSTALLING: readonly HostStatus[] = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
+/** A day-2 host the controller saw join: still on its way to installed (the node must become ready). */
+const JOINED: readonly HostStatus[] = ['added-to-existing-cluster'];
+const day2Joined = (e: { stage: string; day2?: boolean }) => Boolean(e.day2) && e.stage === 'Joined';
 const rule = <E extends HostEvent['type']>(r: HostRule<E>): HostRule => r as unknown as HostRule;
 
 export const HOST_TRANSITIONS: readonly HostRule[] = [
@@ -77,21 +84,24 @@ export const HOST_TRANSITIONS: readonly HostRule[] = [
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && e.summary.hardwareOk && e.summary.machineCidrOk && !e.summary.blockingOk, to: 'insufficient', info: 'Host cannot be installed due to following failing validation(s)', description: 'A blocking validation fails.' }),
   rule({ event: 'Refresh', from: PRE_INSTALL, guard: (e) => e.summary.connected && e.summary.hasInventory && e.summary.hardwareOk && e.summary.machineCidrOk && e.summary.blockingOk, to: 'known', info: 'Host is ready to be installed', description: 'Every blocking validation passes.' }),
   // Install progress
-  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Done', to: 'installed', info: 'Done', description: 'The host reported the Done stage.' }),
-  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage === 'Failed', to: 'error', info: (e) => `Failed - ${e.info ?? ''}`.trim(), description: 'The host reported the Failed stage.' }),
-  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage !== 'Done' && e.stage !== 'Failed', to: 'installing-in-progress', info: (e) => e.stage, description: 'The host reported another install stage.' }),
+  rule({ event: 'ProgressReported', from: [...INSTALLING, ...JOINED], guard: (e) => e.stage === 'Done', to: 'installed', info: 'Done', description: 'The host (day 2: the cluster\'s controller, once the node is ready) reported the Done stage.' }),
+  rule({ event: 'ProgressReported', from: [...INSTALLING, ...JOINED], guard: (e) => e.stage === 'Failed', to: 'error', info: (e) => `Failed - ${e.info ?? ''}`.trim(), description: 'The host reported the Failed stage.' }),
+  rule({ event: 'ProgressReported', from: INSTALLING, guard: (e) => e.stage !== 'Done' && e.stage !== 'Failed' && !day2Joined(e), to: 'installing-in-progress', info: (e) => e.stage, description: 'The host reported another install stage.' }),
+  rule({ event: 'ProgressReported', from: INSTALLING, guard: day2Joined, to: 'added-to-existing-cluster', info: 'Host joined the existing cluster (reported by the cluster\'s controller)', description: 'Day 2: the cluster\'s controller saw the new node register with the cluster.' }),
   // The install workflow
   rule({ event: 'InstallStarted', from: ['known'], to: 'preparing-for-installation', info: 'Host is preparing for installation', description: 'The cluster started installing: pre-install checks run (disk speed).' }),
   rule({ event: 'DiskSpeedReported', from: ['preparing-for-installation'], guard: (e) => e.ok, to: 'preparing-successful', info: 'Host finished successfully to prepare for installation', description: 'The install disk passed the speed check.' }),
   rule({ event: 'DiskSpeedReported', from: ['preparing-for-installation'], guard: (e) => !e.ok, to: 'preparing-failed', info: 'Host failed to prepare for installation: the installation disk is too slow', description: 'The install disk failed the speed check.' }),
   rule({ event: 'PreparationAborted', from: ['preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'known', info: 'Host is ready to be installed', description: 'Preparation failed or timed out for the cluster: hosts go back to known.' }),
   rule({ event: 'InstallDispatched', from: ['preparing-successful'], to: 'installing', info: 'Installation is in progress', description: 'The install step is in the host\'s queue.' }),
-  rule({ event: 'StageTimedOut', from: INSTALLING, to: 'error', info: (e) => `Host failed to install because its installation stage ${e.stage} took longer than expected`, description: 'A stage exceeded its hard timeout.' }),
+  rule({ event: 'StageTimedOut', from: [...INSTALLING, ...JOINED], to: 'error', info: (e) => `Host failed to install because its installation stage ${e.stage} took longer than expected`, description: 'A stage exceeded its hard timeout.' }),
   rule({ event: 'RetryRequested', from: ['error'], to: 'installing', info: 'Installation is being retried', description: 'The user retried this host (retryHost update).' }),
+  rule({ event: 'Day2InstallAborted', from: ['installing'], to: 'known', info: 'Host is ready to be installed', description: 'Day 2: the host\'s install workflow could not be started (Temporal unavailable); the host is known again.' }),
+  rule({ event: 'Day2InstallRequested', from: ['known'], to: 'installing', info: 'Installation is in progress', description: 'Day 2: the user installed this known host into its installed cluster (POST …/hosts/{id}/actions/install).' }),
   // User actions
-  rule({ event: 'CancelInstallation', from: [...INSTALLING, 'installed', 'error'], to: 'cancelled', info: 'Installation cancelled by user', description: 'The user cancelled the install.' }),
+  rule({ event: 'CancelInstallation', from: [...INSTALLING, ...JOINED, 'installed', 'error'], to: 'cancelled', info: 'Installation cancelled by user', description: 'The user cancelled the install.' }),
   rule({ event: 'CancelInstallation', from: ['preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'known', info: 'Installation cancelled by user before it started', description: 'Cancelled while preparing: back to known.' }),
-  rule({ event: 'ResetInstallation', from: [...INSTALLING, 'installed', 'error', 'cancelled', 'preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'resetting-pending-user-action', info: 'Host requires booting into the discovery image to complete resetting the installation', description: 'The user reset the cluster: the host must boot the discovery image again.' }),
+  rule({ event: 'ResetInstallation', from: [...INSTALLING, ...JOINED, 'installed', 'error', 'cancelled', 'preparing-for-installation', 'preparing-successful', 'preparing-failed'], to: 'resetting-pending-user-action', info: 'Host requires booting into the discovery image to complete resetting the installation', description: 'The user reset the cluster: the host must boot the discovery image again.' }),
 ];
 
 export interface HostTransition {

@@ -4,7 +4,7 @@
  * the peers involved and a hint that says what to do.
  */
 import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
-import { effectiveRole, type ClusterFacts, type HostFacts } from './facts';
+import { CLUSTER_NODE_STATUSES, effectiveRole, type ClusterFacts, type HostFacts } from './facts';
 import { hostAddressesIn, hostNetworks, majorityGroupCached, reaches } from './network';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec } from './validation-types';
@@ -141,9 +141,10 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     id: 'machine-cidr-defined',
     category: 'network',
     description: 'The cluster has a machine network.',
-    check: (_h, ctx) => {
+    check: (h, ctx) => {
       if (!ctx.cluster) return pending('Host is not bound to a cluster');
       if (ctx.cluster.userManagedNetworking || ctx.cluster.machineNetworks.length) return ok('Machine Network CIDR is defined');
+      if (h.day2) return ok('No machine network is known for this imported cluster: set machine_networks on it to check new hosts against it');
       return fail('Machine Network CIDR is undefined', { cause: 'machine-network-missing', hint: 'set the machine network of the cluster, or set API and Ingress VIPs so it can be derived' });
     },
   },
@@ -153,6 +154,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     description: 'The host has an address in every machine network.',
     check: (h, ctx) => {
       const c = ctx.cluster;
+      if (h.day2 && c && !c.machineNetworks.length && !c.userManagedNetworking) return ok('No machine network is known for this imported cluster');
       if (!c || !h.inventory || (!c.machineNetworks.length && !c.userManagedNetworking)) return pending('Missing inventory or machine network CIDR');
       if (c.userManagedNetworking) return ok('No machine network CIDR validation needed: user-managed networking');
       const missing = c.machineNetworks.filter((cidr) => hostAddressesIn(h, cidr).length === 0);
@@ -174,6 +176,8 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       const c = ctx.cluster;
       if (!c || !h.inventory) return pending('Missing inventory');
       if (c.controlPlaneCount === 1 || c.hosts.length === 1) return ok('No connectivity check needed for a single host');
+      // As assisted-service: a day-2 host is checked against the running nodes instead (reaches-cluster-nodes).
+      if (h.day2) return ok('No majority group check for a host joining an installed cluster (see reaches-cluster-nodes)');
       const cidr = c.machineNetworks[0];
       if (!cidr) return pending('Machine network CIDR is not defined yet');
       const reporting = c.hosts.filter((x) => x.inventory && hostAddressesIn(x, cidr).length > 0);
@@ -196,6 +200,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     category: 'network',
     description: 'Average RTT to same-role peers is within the role threshold (soft warns, hard blocks).',
     check: (h, ctx) => {
+      if (h.day2) return ok('Network latency requirement is not checked for a host joining an installed cluster');
       const probes = roleProbes(h, ctx).filter((p) => p.l.successful);
       if (!probes.length) return ok('Network latency requirement has been satisfied (no same-role peers measured yet)');
       const req = roleReq(h, ctx);
@@ -216,6 +221,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     category: 'network',
     description: 'Packet loss to same-role peers is within the role threshold (soft warns, hard blocks).',
     check: (h, ctx) => {
+      if (h.day2) return ok('Packet loss requirement is not checked for a host joining an installed cluster');
       const probes = roleProbes(h, ctx).filter((p) => p.l.successful);
       if (!probes.length) return ok('Packet loss requirement has been satisfied (no same-role peers measured yet)');
       const req = roleReq(h, ctx);
@@ -312,6 +318,48 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       if (diff >= -ctx.settings.clockBehindMaxS && diff <= ctx.settings.clockAheadMaxS) return ok('Host clock is synchronized with service');
       const mins = Math.round(Math.abs(diff) / 60);
       return fail(`Host clock is ${mins} minutes ${diff > 0 ? 'ahead of' : 'behind'} the service`, { cause: 'clock-skew', hint: `set the clock of ${name(h)} (BIOS or NTP): it is ${mins} minutes ${diff > 0 ? 'ahead' : 'behind'}` });
+    },
+  },
+  {
+    id: 'reaches-cluster-nodes',
+    category: 'network',
+    description: 'Day 2: the host reaches every node of the running cluster at its machine-network address (Landfall).',
+    check: (h, ctx) => {
+      const c = ctx.cluster;
+      if (!h.day2 || !c) return ok('Not a host joining an installed cluster');
+      if (!h.inventory) return pending('Missing inventory');
+      const nodes = c.hosts.filter((n) => n.id !== h.id && CLUSTER_NODE_STATUSES.includes(n.status) && n.inventory);
+      if (!nodes.length) return ok('No node addresses are known for this cluster (imported): nothing to probe');
+      if (!h.connectivity) return pending('Waiting for the connectivity report');
+      // The address each node is reached at: its machine-network address, else any it reported.
+      const addressOf = (n: HostFacts) => c.machineNetworks.flatMap((cidr) => hostAddressesIn(n, cidr))[0] ?? n.inventory!.interfaces.flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!))[0];
+      const unreachable = nodes.filter((n) => {
+        const probes = h.connectivity!.remote_hosts.find((r) => r.host_id === n.id)?.l3_connectivity ?? [];
+        return !probes.some((l) => l.successful && l.remote_ip_address === addressOf(n));
+      });
+      if (!unreachable.length) return ok(`Host reaches all ${nodes.length} nodes of the cluster`);
+      const probed = unreachable.filter((n) => h.connectivity!.remote_hosts.some((r) => r.host_id === n.id));
+      if (!probed.length) return pending(`Waiting for the host to probe the cluster's nodes (${unreachable.length} not probed yet)`);
+      return fail(`Host cannot reach ${unreachable.length} of the cluster's ${nodes.length} nodes: ${unreachable.map((n) => `${name(n)} (${addressOf(n)})`).slice(0, 5).join(', ')}`, {
+        cause: 'cluster-nodes-unreachable',
+        peers: unreachable.map((n) => ({ host_id: n.id, hostname: n.hostname, address: addressOf(n) })),
+        hint: `connect ${name(h)} to the cluster's network${c.machineNetworks[0] ? ` ${c.machineNetworks[0]}` : ''} so it reaches ${unreachable.slice(0, 3).map((n) => addressOf(n)).join(', ')} (check cable, switch port, VLAN and firewall)`,
+      });
+    },
+  },
+  {
+    id: 'compatible-with-cluster-release',
+    category: 'hardware',
+    description: "Day 2: the host's CPU architecture is one the running cluster's release is shipped for (Landfall).",
+    check: (h, ctx) => {
+      const c = ctx.cluster;
+      if (!h.day2 || !c) return ok('Not a host joining an installed cluster');
+      if (!h.inventory) return pending('Missing inventory');
+      const arch = h.inventory.cpu.architecture === 'aarch64' ? 'arm64' : h.inventory.cpu.architecture;
+      const archs = c.release.cpuArchitectures;
+      if (!archs) return fail(`The cluster's release ${c.release.version} is not in this service's release catalogue`, { cause: 'release-unknown', hint: `add release ${c.release.version} to RELEASES_FILE, or set the cluster's openshift_version to a release the service has` });
+      if (archs.includes(arch)) return ok(`Host CPU architecture ${arch} is supported by the cluster's release ${c.release.version}`);
+      return fail(`Host CPU architecture ${arch} is not one the cluster's release ${c.release.version} is shipped for (${archs.join(', ')})`, { cause: 'architecture-not-in-release', hint: `add a host of architecture ${archs.join(' or ')} instead of ${name(h)}` });
     },
   },
 ];
