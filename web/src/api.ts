@@ -115,6 +115,9 @@ export const api = {
   imageUrl: (id: string) => json<PresignedUrl>('GET', `/infra-envs/${enc(id)}/downloads/image-url`),
   updateHost: (infraEnvId: string, hostId: string, p: HostUpdateParams) => json<Host>('PATCH', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}`, p),
   retryHost: (infraEnvId: string, hostId: string) => json<Host>('POST', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}/actions/retry-install`),
+  allowAddWorkers: (id: string) => json<Cluster>('POST', `/clusters/${enc(id)}/actions/allow-add-workers`),
+  installHost: (infraEnvId: string, hostId: string) => json<Host>('POST', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}/actions/install`),
+  resetHost: (infraEnvId: string, hostId: string) => json<Host>('POST', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}/actions/reset`),
   events: (clusterId: string) => json<EventRecord[]>('GET', `/events?cluster_id=${enc(clusterId)}`),
 };
 

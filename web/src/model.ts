@@ -109,7 +109,8 @@ export const INSTALLING = ['preparing-for-installation', 'installing', 'finalizi
 
 /** The step a cluster's page opens on when the URL names none. */
 export function defaultStep(c: Cluster, hasInfraEnv: boolean): 'image' | 'hosts' | 'progress' | 'done' {
-  if (c.status === 'installed') return 'done';
+  // A cluster that accepts new hosts (day 2) is installed: its page is the last one, with the new hosts.
+  if (c.status === 'installed' || c.status === 'adding-hosts') return 'done';
   if (!PRE_INSTALL.includes(c.status)) return 'progress';
   if (!hasInfraEnv || !(c.hosts?.length ?? 0)) return 'image';
   return 'hosts';

@@ -27,12 +27,12 @@ const LABELS: Record<Step, string> = { image: 'Discovery image', hosts: 'Hosts',
 function stepEnabled(step: Step, c: Cluster): boolean {
   const pre = PRE_INSTALL.includes(c.status);
   if (step === 'progress') return !pre;
-  if (step === 'done') return c.status === 'installed';
+  if (step === 'done') return c.status === 'installed' || c.status === 'adding-hosts';
   return true;
 }
 
 export function ClusterPage({ clusterId, step }: { clusterId: string; step: Step | undefined }) {
-  const installing = (s: string | undefined) => s !== undefined && (INSTALLING.includes(s) || s === 'installed');
+  const installing = (s: string | undefined) => s !== undefined && (INSTALLING.includes(s) || s === 'installed' || s === 'adding-hosts');
   const cluster = useApi(() => api.getCluster(clusterId), [clusterId], 2000);
   const infraEnvs = useApi(() => api.infraEnvsOf(clusterId), [clusterId], installing(cluster.data?.status) ? undefined : 5000);
   const infraEnv = infraEnvs.data?.[0];

@@ -3,6 +3,7 @@ import { api, ApiError } from '../api';
 import { useAction, useApi } from '../hooks';
 import { ErrorMessage, Loading, PageTitle } from '../components/ui';
 import type { StepProps } from './cluster';
+import { AddHostsButton, AddHostsPanel } from './add-hosts';
 
 /** The fields of GET /v2/clusters/{id}/install-report this page shows. */
 interface InstallReport {
@@ -30,7 +31,7 @@ async function saveResponse(res: Response, fileName: string): Promise<void> {
 
 const seconds = (s: number | null | undefined) => (s === null || s === undefined ? '—' : s < 90 ? `${Math.round(s)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`);
 
-export function DoneStep({ cluster }: StepProps) {
+export function DoneStep({ cluster, reload }: StepProps) {
   const action = useAction();
   const [saved, setSaved] = useState<string>();
   // The report is a newer endpoint: a 404 means "not available here", not an error to show.
@@ -57,7 +58,7 @@ export function DoneStep({ cluster }: StepProps) {
   return (
     <div className="stack">
       <div className="card">
-        <PageTitle>{cluster.status === 'installed' ? 'Your cluster is ready' : 'Credentials and report'}</PageTitle>
+        <PageTitle>{cluster.status === 'installed' || cluster.status === 'adding-hosts' ? 'Your cluster is ready' : 'Credentials and report'}</PageTitle>
         <p className="muted">
           {cluster.status === 'installed'
             ? `Installed ${cluster.install_completed_at ? new Date(cluster.install_completed_at).toLocaleString() : ''}. Keep the kubeconfig safe: it is an administrator credential.`
@@ -70,6 +71,7 @@ export function DoneStep({ cluster }: StepProps) {
           <button type="button" className="btn" onClick={() => void download('kubeconfig-noingress')} disabled={action.busy !== undefined}>
             Download kubeconfig (no ingress)
           </button>
+          <AddHostsButton cluster={cluster} reload={reload} />
         </div>
         {saved && (
           <p className="muted small" role="status">
@@ -78,6 +80,7 @@ export function DoneStep({ cluster }: StepProps) {
         )}
         <ErrorMessage error={action.error} />
       </div>
+      {cluster.status === 'adding-hosts' && <AddHostsPanel cluster={cluster} reload={reload} />}
       <section className="card" aria-labelledby="report-title">
         <h2 id="report-title" className="h3">
           Install report
