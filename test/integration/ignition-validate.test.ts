@@ -9,6 +9,8 @@ import { toolsDir } from '../../src/dev/process-utils';
 import { generateClusterPki } from '../../src/install/pki';
 import { roleIgnition } from '../../src/install/role-ignition';
 import { discoveryIgnition } from '../../src/domain/discovery-ignition';
+import { day2JoinIgnition, importedClusterPointerIgnition } from '../../src/install/day2-ignition';
+import { mintJoinCredential } from '../../src/install/pki';
 import { tempDir } from '../support/services';
 
 const VALIDATE = path.join(toolsDir(), 'bin', 'ignition-validate');
@@ -43,6 +45,21 @@ describe('ignition-validate', () => {
     });
     const r = validate('discovery', cfg);
     expect([r.status, r.out]).toEqual([0, '']);
+  });
+
+  it('accepts the day-2 join Ignition and the pointer Ignition of an imported cluster', () => {
+    const cred = mintJoinCredential(pki, 3600_000);
+    const join = validate('day2-join', day2JoinIgnition(pki, { clusterName: 'demo', controlPlaneEndpoint: '192.168.127.250:6443', nodeName: 'worker-4', sshAuthorizedKey: topology.sshAuthorizedKey }, cred));
+    expect([join.status, join.out]).toEqual([0, '']);
+    const pointer = validate('day2-pointer', importedClusterPointerIgnition('api.prod.example.org'));
+    expect([pointer.status, pointer.out]).toEqual([0, '']);
+    // The join credential chains to the cluster CA (openssl, not our own code, says so).
+    const caFile = path.join(dir, 'ca-day2.pem');
+    const credFile = path.join(dir, 'join.pem');
+    writeFileSync(caFile, pki.ca.certPem);
+    writeFileSync(credFile, cred.certPem);
+    expect(execFileSync('openssl', ['verify', '-CAfile', caFile, credFile], { encoding: 'utf8' })).toContain('OK');
+    expect(Date.parse(cred.notAfter) - Date.now()).toBeLessThanOrEqual(3600_000);
   });
 
   it('is a real validator: it rejects a broken config', () => {
