@@ -345,6 +345,22 @@ def main():
             assert e.status == 404, f"status {e.status}: {e.body}"
         ok("v2_deregister_host removes the host (then 404)")
 
+        # ---- day 2: import a cluster; a cluster that is not installed cannot be opened; day-1 hosts are not installed alone
+        imported = installer.v2_import_cluster(
+            asc.ImportClusterParams(name="scale-up-compat", api_vip_dnsname="api.compat-2.example.com", openshift_cluster_id=str(uuid.uuid4()), openshift_version="1.31")
+        )
+        assert isinstance(imported, asc.Cluster), imported
+        assert (imported.kind, imported.status, imported.name, imported.base_dns_domain, imported.imported) == ("AddHostsCluster", "adding-hosts", "compat-2", "example.com", True), imported
+        ok(f"v2_import_cluster registers {imported.id} as an AddHostsCluster in adding-hosts")
+        for call, expect in ((lambda: installer.transform_cluster_to_day2(cluster_id), 400), (lambda: installer.v2_install_host(infra_env_id, host_ids[0]), 409), (lambda: installer.v2_reset_host(infra_env_id, host_ids[0]), 409)):
+            try:
+                call()
+                raise AssertionError(f"expected {expect}")
+            except ApiException as e:
+                assert e.status == expect, f"status {e.status}: {e.body}"
+        ok("transform_cluster_to_day2 refuses a cluster that is not installed (400); v2_install_host and v2_reset_host refuse a day-1 host (409)")
+        installer.v2_deregister_cluster(imported.id)
+
         # ---- the pull secret never leaves the service
         final = installer.v2_get_cluster(cluster_id)
         assert final.pull_secret_set is True
