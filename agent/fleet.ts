@@ -30,6 +30,8 @@ export interface FleetOptions {
   firstIndex?: number;
   /** The simulated network to join (in-process only): a day-2 fleet shares the first fleet's, so its hosts reach the installed ones. */
   network?: SimulatedNetwork;
+  /** A day-2 fleet in its own process: the running cluster's nodes (simulated elsewhere) answer on the simulated network. */
+  joinsRunningCluster?: boolean;
   /** Spread the start of the hosts over this many seconds (a fleet does not boot in one instant). */
   rampSeconds?: number;
   onProgress?: (line: string) => void;
@@ -77,7 +79,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   const names = expandMix(o.mix, o.count);
   const profiles = new Map(Array.from(new Set(names), (n) => [n, loadProfile(n)]));
   const seed = o.seed ?? `${o.infraEnvId}`;
-  const network = o.network ?? new SimulatedNetwork();
+  const network = o.network ?? new SimulatedNetwork(undefined, undefined, Boolean(o.joinsRunningCluster));
   const first = o.firstIndex ?? 0;
   const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 };
 

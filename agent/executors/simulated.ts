@@ -8,6 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
 import { DAY2_CONTROLLER_STAGES, STAGES_BY_ROLE, type StageRole } from '../../src/domain/install-stages';
 import { tar } from '../../src/util/tar';
+import { ipInCidr } from '../../src/domain/input-rules';
 import type { ConnectivityPeer, Disk, Executor, InstallIo, Inventory, LogsContext } from '../types';
 import { sleep } from '../service-client';
 import { InstallStopped } from '../steps';
@@ -44,12 +45,19 @@ export function parseProfile(yamlText: string): HostProfile {
 /** What the simulated network knows about every simulated host: addresses and who is cut off. */
 export class SimulatedNetwork {
   private readonly hosts = new Map<string, { isolated: boolean; lossPercent: number; rttMs: number; mac: string }>();
-  constructor(readonly cidr = '192.168.127.0/24', readonly gateway = '192.168.127.1') {}
+  /**
+   * othersAnswer: an address of the network this fleet does not simulate answers
+   * anyway. A day-2 fleet in its own process joins a cluster whose nodes another
+   * fleet simulated (`landfall fleet --joins-running-cluster`): they are up.
+   */
+  constructor(readonly cidr = '192.168.127.0/24', readonly gateway = '192.168.127.1', private readonly othersAnswer = false) {}
   add(ip: string, info: { isolated: boolean; lossPercent: number; rttMs: number; mac: string }): void {
     this.hosts.set(ip, info);
   }
   get(ip: string) {
-    return this.hosts.get(ip);
+    const known = this.hosts.get(ip);
+    if (known || !this.othersAnswer || !ipInCidr(ip, this.cidr)) return known;
+    return { isolated: false, lossPercent: 0, rttMs: 0.4, mac: '52:54:00:00:00:00' };
   }
   used(): Set<string> {
     return new Set([...this.hosts.keys(), this.gateway]);

@@ -115,7 +115,9 @@ export function registerServiceCommands(program: Command): void {
     .option('--duration-seconds <s>', 'stop after this long', Number, 600)
     .addOption(new Option('--poll-seconds <s>', 'agent poll interval').argParser(Number))
     .option('--netns', 'give each host its own network namespace (root)')
-    .action(async (o: { infraEnv: string; url: string; token?: string; count: number; profiles: string; durationSeconds: number; pollSeconds?: number; netns?: boolean }) => {
+    .option('--first-index <n>', 'index of the first host (addresses and names): a second fleet on the same simulated network starts after the first', (v) => Number(v), 0)
+    .option('--joins-running-cluster', 'day 2: the hosts join a running cluster whose nodes another fleet simulated; those nodes answer their connectivity checks')
+    .action(async (o: { infraEnv: string; url: string; token?: string; count: number; profiles: string; durationSeconds: number; pollSeconds?: number; netns?: boolean; firstIndex: number; joinsRunningCluster?: boolean }) => {
       const { runFleet } = await import('../../agent/fleet');
       const abort = new AbortController();
       process.once('SIGINT', () => abort.abort());
@@ -131,6 +133,8 @@ export function registerServiceCommands(program: Command): void {
           durationSeconds: o.durationSeconds,
           pollIntervalSeconds: o.pollSeconds,
           netns: Boolean(o.netns),
+          firstIndex: o.firstIndex,
+          joinsRunningCluster: Boolean(o.joinsRunningCluster),
           onProgress: (line) => process.stderr.write(line + '\n'),
         },
         abort.signal,

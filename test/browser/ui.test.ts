@@ -10,7 +10,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { runFleet } from '../../agent/fleet';
 import { call, PULL_SECRET, SSH_KEY, startApiHarness, type ApiHarness } from '../support/api-harness';
-import { FIXTURE_PROFILES, readyCluster, startInstallHarness, type InstallHarness } from '../support/install-harness';
+import { FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
 import { eventually } from '../support/services';
 import { repoRoot } from '../../src/dev/process-utils';
 import { webUiDir } from '../../src/api/web-ui';
@@ -213,6 +213,36 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
       const report = (await call('GET', `${h.api.base}/clusters/${c.clusterId}/install-report`)).body;
       expect(report.hosts.find((x: { hostname: string }) => /worker-fails-writing/.test(x.hostname)).retries).toBe(1);
     } finally {
+      await c.report();
+    }
+  });
+
+  it('adds a host to an installed cluster: Add hosts, the new host boots, Install, installed', async () => {
+    const c = await readyCluster(h, 'ui-grow', 'control-plane:3', 3);
+    const stop = new AbortController();
+    let day2: Promise<unknown> | undefined;
+    try {
+      expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      await waitClusterStatus(h, c.clusterId, ['installed'], 120000);
+      await page.goto(`${h.api.url}/clusters/${c.clusterId}`);
+      await page.waitForURL(/\/done$/);
+      await page.getByRole('button', { name: 'Add hosts', exact: true }).click();
+      await page.getByRole('heading', { name: 'Add hosts', exact: true }).waitFor();
+      await page.locator('.cluster-name .badge', { hasText: 'adding-hosts' }).waitFor();
+      // The panel made the day-2 infra-env; a machine boots from it (its fleet runs apart: the running nodes answer it).
+      const ie = await eventually(async () => ((await call('GET', `${h.api.base}/infra-envs?cluster_id=${c.clusterId}`)).body as Array<{ id: string; name: string }>).find((x) => x.name === 'ui-grow-day2'), 20000, 'the day-2 infra-env');
+      day2 = runFleet({ serviceUrl: h.api.url, infraEnvId: ie.id, count: 1, mix: 'worker', seed: 'ui-grow-day2', durationSeconds: 300, pollIntervalSeconds: 0.5, rampSeconds: 0, firstIndex: 10, joinsRunningCluster: true }, stop.signal);
+      const install = page.getByRole('button', { name: 'Install worker-10', exact: true });
+      await install.waitFor({ timeout: 60000 });
+      await shot(page, '16-add-hosts');
+      await install.click();
+      await page.locator('tr', { hasText: 'worker-10' }).locator('.badge', { hasText: /^installed$/ }).waitFor({ timeout: 60000 });
+      const hosts = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts as Array<{ status: string; kind: string }>;
+      expect(hosts.map((x) => `${x.kind}:${x.status}`).sort()).toEqual(['AddToExistingClusterHost:installed', 'Host:installed', 'Host:installed', 'Host:installed']);
+      await shot(page, '17-add-hosts-installed');
+    } finally {
+      stop.abort();
+      await day2?.catch(() => undefined);
       await c.report();
     }
   });

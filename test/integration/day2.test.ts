@@ -7,6 +7,7 @@
  * executor plays the cluster's controller (it says so in its reports).
  */
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { X509Certificate, randomUUID } from 'node:crypto';
 import { runFleet, type FleetReport } from '../../agent/fleet';
 import { SimulatedNetwork } from '../../agent/executors/simulated';
@@ -45,6 +46,25 @@ async function hostsWhere(clusterId: string, pred: (x: any) => boolean, n: numbe
   }, 90000, what).catch(async (e) => {
     const c = await get(`${h.api.base}/clusters/${clusterId}`);
     throw new Error(`${e.message}: ${c.hosts.map((x: any) => `${x.requested_hostname} ${x.kind} ${x.status}/${x.progress?.current_stage ?? '-'} ${x.status_info} ${x.validation_remediation ?? ''}`).join(' | ')}`);
+  });
+}
+
+const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
+
+/** The built CLI, spawned without blocking this process (the API under test runs in it). */
+function landfall(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90000);
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
   });
 }
 
@@ -169,11 +189,23 @@ describe('day 2: adding hosts to an installed cluster', () => {
     // Not installed by Landfall: allow-add-workers does not apply.
     expect((await call('POST', `${h.api.base}/clusters/${imported.body.id}/actions/allow-add-workers`)).status).toBe(400);
 
-    const ie = (await call('POST', `${h.api.base}/infra-envs`, { body: { name: 'prod-day2', pull_secret: PULL_SECRET, cluster_id: imported.body.id } })).body;
+    // The CLI makes the day-2 infra-env and says where the image is; the hosts boot from it.
+    const listed = await landfall(['hosts', 'add', '--cluster', 'prod', '-o', 'json']);
+    expect([listed.status, listed.stderr]).toEqual([0, '']);
+    const ie = JSON.parse(listed.stdout).infra_env;
+    expect([ie.name, ie.cluster_id]).toEqual(['prod-day2', imported.body.id]);
     boot(ie.id, 'prod-day2', 'worker', 1, new SimulatedNetwork(), 20);
     const [host] = await hostsWhere(imported.body.id, (x) => x.status === 'known', 1, 'the day-2 host known');
     expect(validation(host, 'reaches-cluster-nodes').message).toMatch(/No node addresses are known/);
-    expect((await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${host.id}/actions/install`)).status).toBe(202);
+    const table = await landfall(['hosts', 'add', '--cluster', 'prod']);
+    expect(table.stdout).toMatch(/worker-20\s+worker\s+known/);
+    expect(table.stdout).toContain('1 new host(s) ready: landfall hosts add --cluster prod --install --wait');
+    // --install --wait installs it and follows it to installed (one line per change off a terminal), exit 0.
+    const added = await landfall(['hosts', 'add', '--cluster', 'prod', '--install', '--wait']);
+    expect([added.status, added.stderr]).toEqual([0, '']);
+    expect(added.stdout).toContain('installing worker-20 into prod');
+    expect(added.stdout).toMatch(/worker-20.*(Rebooting|Joined|Done|installed)/);
+    expect(added.stdout).toContain('1 host(s) joined prod; it now has 1 installed hosts');
     await hostsWhere(imported.body.id, (x) => x.status === 'installed', 1, 'the day-2 host installed');
     const ign = await call('GET', `${h.api.base}/infra-env/${ie.id}/hosts/${host.id}/downloads/ignition`);
     expect(ign.body.ignition.config.merge[0].source).toBe('https://api.prod.example.org:22624/config/worker');
@@ -181,5 +213,10 @@ describe('day 2: adding hosts to an installed cluster', () => {
     // Reset one day-2 host: it must boot the discovery image again, and its workflow ends.
     const reset = await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${host.id}/actions/reset`);
     expect([reset.status, reset.body.status]).toEqual([200, 'resetting-pending-user-action']);
+    // A cluster that is neither installed nor accepting hosts: one line, usage exit code.
+    const notYet = (await call('POST', `${h.api.base}/clusters`, { body: { name: 'not-yet', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
+    const refused = await landfall(['hosts', 'add', '--cluster', notYet.id]);
+    expect([refused.status, refused.stdout]).toEqual([2, '']);
+    expect(refused.stderr.trim()).toMatch(/^landfall: cluster not-yet is (insufficient|pending-for-input): hosts can be added once it is installed/);
   }, 180000);
 });

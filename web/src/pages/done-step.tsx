@@ -60,7 +60,7 @@ export function DoneStep({ cluster, reload }: StepProps) {
       <div className="card">
         <PageTitle>{cluster.status === 'installed' || cluster.status === 'adding-hosts' ? 'Your cluster is ready' : 'Credentials and report'}</PageTitle>
         <p className="muted">
-          {cluster.status === 'installed'
+          {cluster.status === 'installed' || cluster.status === 'adding-hosts'
             ? `Installed ${cluster.install_completed_at ? new Date(cluster.install_completed_at).toLocaleString() : ''}. Keep the kubeconfig safe: it is an administrator credential.`
             : `The cluster is ${cluster.status}; the kubeconfig is available once the install reaches finalizing.`}
         </p>
