@@ -34,6 +34,8 @@ export interface InstalledFacts {
   cluster_id: string;
   role: 'bootstrap' | 'master' | 'worker' | 'arbiter';
   control_plane_count: number;
+  /** Day 2: the host joined a running cluster (absent on a day-1 install). */
+  join_existing_cluster?: boolean;
   boot_device: string;
   installed_at: string;
 }
@@ -41,8 +43,8 @@ export interface InstalledFacts {
 export const SIMULATED = 'simulated by the Landfall installed OS, which runs no Kubernetes';
 
 /** The stages this host still has to report, after `current` (what the service has), never before Rebooting's successor. */
-export function remainingStages(f: Pick<InstalledFacts, 'role' | 'control_plane_count'>, current: string | undefined): HostStage[] {
-  const stages = STAGES_BY_ROLE[stageRole(f.role === 'bootstrap' ? 'master' : f.role, f.role === 'bootstrap', f.control_plane_count)];
+export function remainingStages(f: Pick<InstalledFacts, 'role' | 'control_plane_count' | 'join_existing_cluster'>, current: string | undefined): HostStage[] {
+  const stages = STAGES_BY_ROLE[stageRole(f.role === 'bootstrap' ? 'master' : f.role, f.role === 'bootstrap', f.control_plane_count, Boolean(f.join_existing_cluster))];
   const first = stages.indexOf('Rebooting') + 1;
   const at = current ? stages.indexOf(current as HostStage) : -1;
   return stages.slice(Math.max(first, at + 1));

@@ -105,7 +105,7 @@ export async function installDay2HostWorkflow(input: Day2InstallInput, carried?:
       // Not while a retry's activity runs ('retrying'): that would spin; the update moves the phase on when it is done.
       await condition(() => reset || (s.status !== 'error' && s.status !== 'retrying'));
     } else {
-      waitingFor = s.status === 'added-to-existing-cluster' ? "the cluster's controller to report the node ready (Done)" : s.stage === 'Rebooting' ? "the cluster's controller to report the node joined" : 'the host to report its install stages';
+      waitingFor = s.status === 'added-to-existing-cluster' ? "the cluster's controller to report the node ready (Done)" : ['Rebooting', 'Waiting for ignition', 'Configuring'].includes(s.stage ?? '') ? "the node to join, reported by the cluster's controller (Joined)" : 'the host to report its install stages';
       await condition(() => reset || s.status === 'installed' || s.status === 'error', Math.min(60_000, timeouts.stageSoftMs));
     }
     if (reset) return finish('reset');

@@ -321,6 +321,8 @@ export async function installLandfallOs(req: InstallRequest, src: InstallSources
     cluster_id: String(req.args.cluster_id ?? ''),
     role: String(req.args.role ?? 'master'),
     control_plane_count: Number(req.args.control_plane_count ?? 3),
+    // Day 2: the installed OS reports a day-2 worker's stages (src/domain/install-stages.ts).
+    ...(req.args.join_existing_cluster === true ? { join_existing_cluster: true } : {}),
     boot_device: req.device,
     installed_at: req.now.toISOString(),
     images_from: images.from,

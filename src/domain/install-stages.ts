@@ -28,8 +28,9 @@ export const STAGES_BY_ROLE: Record<StageRole, readonly HostStage[]> = {
   arbiter: ['Starting installation', 'Installing', 'Writing image to disk', 'Copying registry data to disk', 'Rebooting', 'Configuring', 'Joined', 'Done'],
   worker: ['Starting installation', 'Installing', 'Writing image to disk', 'Waiting for control plane', 'Rebooting', 'Waiting for ignition', 'Configuring', 'Joined', 'Done'],
   sno: ['Starting installation', 'Installing', 'Waiting for bootkube', 'Writing image to disk', 'Copying registry data to disk', 'Rebooting', 'Joined', 'Done'],
-  // A day-2 host's own installer reports up to Rebooting; the cluster's controller reports Joined and Done.
-  day2: ['Starting installation', 'Installing', 'Writing image to disk', 'Rebooting', 'Joined', 'Done'],
+  // A day-2 worker joins a running control plane (nothing to wait for); its installer and installed OS report up
+  // to Configuring, the cluster's controller reports Joined and Done.
+  day2: ['Starting installation', 'Installing', 'Writing image to disk', 'Rebooting', 'Waiting for ignition', 'Configuring', 'Joined', 'Done'],
 };
 
 /** The stages of a day-2 host the host itself reports; the rest come from the cluster's controller. */

@@ -137,6 +137,8 @@ describe('first-boot: the stages the installed OS reports', () => {
     expect(remainingStages({ role: 'master', control_plane_count: 3 }, 'Rebooting')).toEqual(['Configuring', 'Joined', 'Done']);
     expect(remainingStages({ role: 'bootstrap', control_plane_count: 3 }, 'Rebooting')).toEqual(['Configuring', 'Joined', 'Done']);
     expect(remainingStages({ role: 'worker', control_plane_count: 3 }, 'Rebooting')).toEqual(['Waiting for ignition', 'Configuring', 'Joined', 'Done']);
+    // Day 2: a worker joining a running cluster, also one of a single-node cluster (its stages come after Rebooting too).
+    expect(remainingStages({ role: 'worker', control_plane_count: 1, join_existing_cluster: true }, 'Rebooting')).toEqual(['Waiting for ignition', 'Configuring', 'Joined', 'Done']);
     // Rebooted again after reporting Configuring: the rest only; after Done: nothing.
     expect(remainingStages({ role: 'master', control_plane_count: 3 }, 'Configuring')).toEqual(['Joined', 'Done']);
     expect(remainingStages({ role: 'master', control_plane_count: 3 }, 'Done')).toEqual([]);
