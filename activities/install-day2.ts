@@ -108,6 +108,14 @@ export function createDay2Activities(ctx: ServiceContext) {
       });
     },
 
+    /** Preparing failed for good: the host fails with the reason, so the user sees it and can retry or reset. */
+    async failDay2Host(input: Day2Step & { reason: string }): Promise<void> {
+      await ctx.db.transaction(async (trx) => {
+        const h = await lockedHost(trx, input);
+        await applyHostEvent(ctx, trx, h, { type: 'Day2PreparationFailed', reason: input.reason.slice(0, 300) });
+      });
+    },
+
     /** The controller reported the node ready: say so once. */
     async completeDay2Host(input: Omit<Day2Step, 'attempt'>): Promise<void> {
       await ctx.db.transaction(async (trx) => {

@@ -8,7 +8,7 @@
  * (→ installed). Reports arrive as signals from the API; a retry of the
  * failed host is a validated update, a reset a signal.
  */
-import { condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo, allHandlersFinished, type RetryPolicy } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, log, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo, allHandlersFinished, type RetryPolicy } from '@temporalio/workflow';
 import type { Day2Activities } from '../activities/install-day2';
 import type { InstallActivities } from '../activities/install';
 import { SEARCH_ATTRIBUTES } from '../src/temporal/names';
@@ -94,9 +94,16 @@ export async function installDay2HostWorkflow(input: Day2InstallInput, carried?:
   };
 
   if (!carried) {
-    const prepared = await acts.prepareDay2Host({ clusterId: input.clusterId, infraEnvId: input.infraEnvId, hostId: input.hostId, attempt: input.attempt });
-    s.credentialExpiresAt = prepared.credentialExpiresAt;
-    s.stageSince = Date.now();
+    try {
+      const prepared = await acts.prepareDay2Host({ clusterId: input.clusterId, infraEnvId: input.infraEnvId, hostId: input.hostId, attempt: input.attempt });
+      s.credentialExpiresAt = prepared.credentialExpiresAt;
+      s.stageSince = Date.now();
+    } catch (err) {
+      // Retries are spent or it can never work: the host says why, and waits for a retry or a reset like any failed host.
+      const reason = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
+      await acts.failDay2Host({ clusterId: input.clusterId, infraEnvId: input.infraEnvId, hostId: input.hostId, attempt: input.attempt, reason });
+      s.status = 'error';
+    }
   }
 
   for (;;) {

@@ -55,7 +55,8 @@ export async function importCluster(ctx: ServiceContext, p: Principal, body: Jso
   const nameProblem = clusterNameProblem(name);
   if (nameProblem) throw badRequest(`name: ${nameProblem}`, { field: 'name' });
   const requested = body.openshift_version as string | undefined;
-  if (requested !== undefined && !ctx.releases[requested]) throw badRequest(`openshift_version: ${requested} is not a release this service has (${Object.keys(ctx.releases).join(', ')})`, { field: 'openshift_version' });
+  // Own keys only: "constructor" is no release.
+  if (requested !== undefined && !Object.hasOwn(ctx.releases, requested)) throw badRequest(`openshift_version: ${requested} is not a release this service has (${Object.keys(ctx.releases).join(', ')})`, { field: 'openshift_version' });
   const version = requested ?? Object.entries(ctx.releases).find(([, r]) => r.default)?.[0] ?? Object.keys(ctx.releases)[0]!;
   const id = randomUUID();
   return ctx.db.transaction(async (trx) => {

@@ -181,6 +181,8 @@ describe('day 2: adding hosts to an installed cluster', () => {
     expect(bad.status).toBe(400);
     const badVersion = await call('POST', `${h.api.base}/clusters/import`, { body: { name: 'x', api_vip_dnsname: 'api.x.example.com', openshift_cluster_id: randomUUID(), openshift_version: '9.99' } });
     expect([badVersion.status, badVersion.body.reason]).toEqual([400, expect.stringMatching(/openshift_version/)]);
+    // A name every object has is no release either.
+    expect((await call('POST', `${h.api.base}/clusters/import`, { body: { name: 'x', api_vip_dnsname: 'api.x.example.com', openshift_cluster_id: randomUUID(), openshift_version: 'constructor' } })).status).toBe(400);
 
     const osId = randomUUID();
     const imported = await call('POST', `${h.api.base}/clusters/import`, { body: { name: 'scale-up-prod', api_vip_dnsname: 'api.prod.example.org', openshift_cluster_id: osId, openshift_version: '1.31' } });
@@ -219,4 +221,23 @@ describe('day 2: adding hosts to an installed cluster', () => {
     expect([refused.status, refused.stdout]).toEqual([2, '']);
     expect(refused.stderr.trim()).toMatch(/^landfall: cluster not-yet is (insufficient|pending-for-input): hosts can be added once it is installed/);
   }, 180000);
+
+  it('fails a day-2 host whose install cannot be prepared, with the reason, and resets it', async () => {
+    const osId = randomUUID();
+    const c = (await call('POST', `${h.api.base}/clusters/import`, { body: { name: 'nodns', api_vip_dnsname: 'api.nodns.example.org', openshift_cluster_id: osId } })).body;
+    // A cluster with neither a CA Landfall holds nor an API name to fetch a worker config from (the name removed behind the API's back).
+    await h.api.db('clusters').where({ id: c.id }).update({ doc: h.api.db.raw(`doc - 'api_vip_dnsname'`) });
+    const ie = (await call('POST', `${h.api.base}/infra-envs`, { body: { name: 'nodns-day2', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+    boot(ie.id, 'nodns-day2', 'worker', 1, new SimulatedNetwork(), 30);
+    const [host] = await hostsWhere(c.id, (x) => x.status === 'known', 1, 'the day-2 host known');
+    expect((await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${host.id}/actions/install`)).status).toBe(202);
+    const [failed] = await hostsWhere(c.id, (x) => x.status === 'error', 1, 'the day-2 host failed');
+    expect(failed.status_info).toMatch(/^Failed - the install could not be prepared: .*neither a CA Landfall holds nor an API name/);
+    const wf = h.client.workflow.getHandle(`install-day2-host-${host.id}-attempt-1`);
+    await eventually(async () => (await wf.query(getDay2HostProgress)).phase === 'error', 20000, 'the workflow in error');
+    // No install step was handed out; a reset ends the workflow.
+    expect(await h.api.db('host_steps').where({ host_id: host.id, step_type: 'install' }).count('* as n').first()).toEqual({ n: '0' });
+    expect((await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${host.id}/actions/reset`)).status).toBe(200);
+    expect((await wf.result()).phase).toBe('reset');
+  }, 120000);
 });

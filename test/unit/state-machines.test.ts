@@ -14,6 +14,7 @@ const hostSituations: HostEvent[] = [
   ...HOST_STAGES.flatMap((stage) => bools.map((day2) => ({ type: 'ProgressReported' as const, stage, day2 }))),
   { type: 'Day2InstallRequested' },
   { type: 'Day2InstallAborted' },
+  { type: 'Day2PreparationFailed', reason: 'no CA' },
   { type: 'CancelInstallation' },
   { type: 'ResetInstallation' },
   { type: 'InstallStarted' },
@@ -71,6 +72,7 @@ describe('host state machine table', () => {
   });
   it('walks a day-2 host: known → installing → (controller) Joined → added-to-existing-cluster → Done → installed', () => {
     expect(nextHostStatus('known', { type: 'Day2InstallRequested' })?.to).toBe('installing');
+    expect(nextHostStatus('installing', { type: 'Day2PreparationFailed', reason: 'object storage unavailable' })).toMatchObject({ to: 'error', info: 'Failed - the install could not be prepared: object storage unavailable' });
     expect(nextHostStatus('installing-in-progress', { type: 'ProgressReported', stage: 'Rebooting', day2: true })?.to).toBe('installing-in-progress');
     expect(nextHostStatus('installing-in-progress', { type: 'ProgressReported', stage: 'Joined', day2: true })?.to).toBe('added-to-existing-cluster');
     // A day-1 host's Joined is just another stage.
