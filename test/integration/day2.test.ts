@@ -143,6 +143,14 @@ describe('day 2: adding hosts to an installed cluster', () => {
       const p = await h.client.workflow.getHandle(`install-day2-host-${id}-attempt-1`).query(getDay2HostProgress);
       expect([p.phase, p.retries]).toEqual(['installed', id === bad.id ? 1 : 0]);
     }
+    // Saved histories feed the replay test (test/unit/workflow-replay.test.ts): SAVE_HISTORY=1 refreshes this one (a failure, a retry, the controller's reports).
+    if (process.env.SAVE_HISTORY === '1') {
+      const { writeFileSync } = await import('node:fs');
+      const { execFileSync } = await import('node:child_process');
+      const { temporalBinary } = await import('../../src/dev/temporal-dev-server');
+      const json = execFileSync(temporalBinary(), ['workflow', 'show', '--address', h.temporal.address, '-w', `install-day2-host-${bad.id}-attempt-1`, '-o', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+      writeFileSync(path.resolve(__dirname, '../fixtures/histories/install-day2-host-retried.json'), json);
+    }
     // Only the bad host got a second install step; each day-2 host only its own.
     const day2Steps = (await h.api.db('host_steps').whereIn('host_id', [good.id, bad.id]).where({ step_type: 'install' }).select('host_id', 'step_id')).map((r: any) => `${r.host_id === bad.id ? 'bad' : 'good'}/${r.step_id}`).sort();
     expect(day2Steps).toEqual(['bad/install-day2-a1', 'bad/install-day2-a1-r1', 'good/install-day2-a1']);
