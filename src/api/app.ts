@@ -17,7 +17,8 @@ import { rejectNulCharacters } from './nul-guard';
 import { assistedRoutes } from './assisted/routes';
 import { authenticate } from './assisted/auth';
 import { BASE_PATH } from './assisted/presenters';
-import { loadOpenApiDocument } from './openapi/spec';
+import { LANDFALL_API_BASE, loadOpenApiDocument, splitOpenApiDocument } from './openapi/spec';
+import { insightsRoutes } from './landfall/insights.routes';
 import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
 import { unvalidatedRoutes } from './openapi/unvalidated-routes';
 
@@ -88,6 +89,21 @@ export function createApp(deps: ApiDeps): Express {
   }
   // A self-check writes a row, starts a workflow and stores an object: a user's token is needed as for the API.
   app.use('/api/landfall/v1', authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }]), selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
+  // Landfall's own operations in the OpenAPI document (path-level server /api/landfall): validated like the rest.
+  app.use(
+    LANDFALL_API_BASE,
+    OpenApiValidator.middleware({
+      apiSpec: splitOpenApiDocument(loadOpenApiDocument()).landfall as never,
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      fileUploader: false,
+      // The self-checks above are not in the document; anything else under /api/landfall is a 404 from the validator.
+      ignoreUndocumented: false,
+    }),
+  );
+  app.use('/api/landfall/v1', authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }]), insightsRoutes(deps.services));
   // Presigned image downloads (not part of the OpenAPI document): before its validator.
   app.use(imageRoutes({ services: deps.services }));
   // The web UI (dist/web) at `/`; it passes API, image, probe and metrics paths on.
@@ -116,7 +132,7 @@ export function createApp(deps: ApiDeps): Express {
   const unvalidated = (p: string) => /\/v2\/clusters\/[^/]+\/logs$/.test(p) || p.endsWith('/v2/openapi.json');
   app.use(
     OpenApiValidator.middleware({
-      apiSpec: loadOpenApiDocument() as never,
+      apiSpec: splitOpenApiDocument(loadOpenApiDocument()).assisted as never,
       validateRequests: { allowUnknownQueryParameters: false },
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,

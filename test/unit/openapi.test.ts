@@ -67,7 +67,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('gives every operation a unique operationId and only /v2 paths', () => {
+  it('gives every operation a unique operationId, /v2 paths under the root server, /v1 paths under /api/landfall', () => {
     const doc = loadRaw();
     const ops = operations(doc);
     expect(ops.length).toBeGreaterThan(0);
@@ -75,7 +75,11 @@ describe('OpenAPI document', () => {
     expect(missing.map(({ method, path: p }) => `${method.toUpperCase()} ${p}`)).toEqual([]);
     const ids = ops.map(({ op }) => op.operationId as string);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(Object.keys(doc.paths as Json).filter((p) => !p.startsWith('/v2/'))).toEqual([]);
+    const landfall = (item: Json) => (item.servers as Array<{ url: string }> | undefined)?.map((x) => x.url);
+    const paths = Object.entries(doc.paths as Record<string, Json>);
+    expect(paths.filter(([p, item]) => !landfall(item) && !p.startsWith('/v2/')).map(([p]) => p)).toEqual([]);
+    // Landfall's own API (GET /api/landfall/v1/insights) names its base path on the path item.
+    expect(paths.filter(([, item]) => landfall(item)).map(([p, item]) => [p, landfall(item)])).toEqual([['/v1/insights', ['/api/landfall']]]);
   });
 
   it('gives every nullable schema a type (Ajv refuses `nullable` without one)', () => {

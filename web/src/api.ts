@@ -17,8 +17,11 @@ export type InfraEnvUpdateParams = components['schemas']['infra-env-update-param
 export type HostUpdateParams = components['schemas']['host-update-params'];
 export type PresignedUrl = components['schemas']['presigned-url'];
 export type Credentials = components['schemas']['credentials'];
+export type Insights = components['schemas']['insights'];
 
 export const API_BASE = '/api/assisted-install/v2';
+/** Landfall's own API (insights), beside the assisted-service one. */
+export const LANDFALL_API_BASE = '/api/landfall/v1';
 const TOKEN_KEY = 'landfall.token';
 
 export class ApiError extends Error {
@@ -69,10 +72,10 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(res.status, message);
 }
 
-export async function request(method: string, path: string, body?: unknown): Promise<Response> {
+export async function request(method: string, path: string, body?: unknown, base = API_BASE): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(`${API_BASE}${path}`, {
+    res = await fetch(`${base}${path}`, {
       method,
       headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...authHeaders() },
       body: body !== undefined ? JSON.stringify(body) : undefined,
@@ -89,8 +92,8 @@ export async function request(method: string, path: string, body?: unknown): Pro
   return res;
 }
 
-async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await request(method, path, body);
+async function json<T>(method: string, path: string, body?: unknown, base = API_BASE): Promise<T> {
+  const res = await request(method, path, body, base);
   const text = await res.text();
   return (text ? JSON.parse(text) : undefined) as T;
 }
@@ -119,6 +122,7 @@ export const api = {
   installHost: (infraEnvId: string, hostId: string) => json<Host>('POST', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}/actions/install`),
   resetHost: (infraEnvId: string, hostId: string) => json<Host>('POST', `/infra-envs/${enc(infraEnvId)}/hosts/${enc(hostId)}/actions/reset`),
   events: (clusterId: string) => json<EventRecord[]>('GET', `/events?cluster_id=${enc(clusterId)}`),
+  insights: (from: string, to: string) => json<Insights>('GET', `/insights?from=${enc(from)}&to=${enc(to)}`, undefined, LANDFALL_API_BASE),
 };
 
 export function errorMessage(err: unknown): string {

@@ -7,6 +7,7 @@ import { ClustersPage } from './pages/clusters';
 import { CreateClusterPage } from './pages/create-cluster';
 import { ClusterPage } from './pages/cluster';
 import { TokenPage } from './pages/token';
+import { InsightsPage } from './pages/insights';
 import './styles.css';
 
 function App() {
@@ -36,6 +37,9 @@ function App() {
     case 'token':
       page = <TokenPage onSignedIn={() => setSignedIn(true)} />;
       break;
+    case 'insights':
+      page = <InsightsPage />;
+      break;
     case 'cluster':
       page = <ClusterPage key={route.clusterId} clusterId={route.clusterId} step={route.step} />;
       break;
@@ -63,6 +67,7 @@ function App() {
         <nav aria-label="Main">
           <Link href="/">Clusters</Link>
           <Link href="/clusters/new">New cluster</Link>
+          <Link href="/insights">Insights</Link>
         </nav>
         <div className="topbar-end">
           {signedIn && (

@@ -9,6 +9,7 @@ export type Route =
   | { page: 'clusters' }
   | { page: 'new' }
   | { page: 'token' }
+  | { page: 'insights' }
   | { page: 'cluster'; clusterId: string; step: Step | undefined }
   | { page: 'not-found' };
 
@@ -19,6 +20,7 @@ export function parseRoute(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'clusters')) return { page: 'clusters' };
   if (parts[0] === 'token' && parts.length === 1) return { page: 'token' };
+  if (parts[0] === 'insights' && parts.length === 1) return { page: 'insights' };
   if (parts[0] === 'clusters' && parts[1] === 'new' && parts.length === 2) return { page: 'new' };
   if (parts[0] === 'clusters' && parts[1] && parts.length <= 3) {
     const step = parts[2] as Step | undefined;

@@ -1026,10 +1026,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/insights": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Install insights over a time window (Landfall extension, `/api/landfall/v1/insights`).
+         * @description Computed on each call from the stored events, the clusters' releases and
+         *     the hosts' inventories (src/domain/insights.ts); nothing is counted on
+         *     the side. A user sees the clusters they own; an administrator sees all.
+         *
+         *     - An attempt runs from a cluster's `cluster_prepare_installation_started`
+         *       event to its next one, and counts when it started in [from, to). Its
+         *       outcome is read from every event stored since (up to now).
+         *     - First-attempt success: the cluster's first attempt ever installed with
+         *       no host retried. Eventual success: some attempt of the cluster
+         *       installed. Both over the clusters whose first attempt started in the
+         *       window; rates divide by those whose outcome is known (not in progress).
+         *     - A failure is a `cluster_installation_failed` or
+         *       `cluster_preparation_failed` event, attributed to the first host that
+         *       failed before it (its stage and what it reported), else to
+         *       `preparing` or `finalizing`.
+         *     - Host profiles bucket CPU cores, RAM and the install disk (size class and
+         *       drive type); one entry per host per attempt.
+         *     - Percentiles are nearest-rank. Rates are fractions (0–1), null when
+         *       nothing was concluded.
+         */
+        get: operations["LandfallGetInsights"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Install insights over a window (GET /api/landfall/v1/insights). */
+        insights: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** Format: date-time */
+            generated_at: string;
+            /** @description Attempts that started in the window, by outcome; host_retries counts retry-install of single hosts in them. */
+            installs: {
+                attempts_started: number;
+                clusters: number;
+                installed: number;
+                failed: number;
+                cancelled: number;
+                in_progress: number;
+                host_retries: number;
+            };
+            first_attempt: components["schemas"]["insights-success"];
+            eventual: components["schemas"]["insights-success"];
+            failures: {
+                total: number;
+                by_stage: {
+                    stage: string;
+                    count: number;
+                }[];
+                by_cause: {
+                    stage: string;
+                    /** @enum {string} */
+                    kind: "error" | "timeout";
+                    cause: string;
+                    count: number;
+                }[];
+            };
+            by_release: {
+                /** @description The cluster's openshift_version; `unknown` for deleted clusters. */
+                release: string;
+                attempts: number;
+                installed: number;
+                failed: number;
+                cancelled: number;
+                in_progress: number;
+                success_rate: number | null;
+            }[];
+            by_host_profile: {
+                /** @description `<cpu> / <ram> / <disk>`, or `unknown` for hosts without a stored inventory. */
+                profile: string;
+                cpu: string;
+                ram: string;
+                disk: string;
+                /** @description Hosts per attempt. */
+                hosts: number;
+                installed: number;
+                failed: number;
+                failure_rate: number | null;
+            }[];
+            /** @description Completed install stages (a stage that ended in a failure is left out), in stage order. */
+            stage_durations: {
+                stage: string;
+                count: number;
+                p50_seconds: number | null;
+                p95_seconds: number | null;
+            }[];
+            /** @description From a cluster's first host registration (in the window) to the cluster's first `ready` after it. */
+            registration_to_ready: {
+                clusters: number;
+                ready: number;
+                p50_seconds: number | null;
+                p95_seconds: number | null;
+            };
+            /** @description Host validations that started failing in the window, most frequent first; blocked time runs until the same host's validation is fixed. */
+            validations: {
+                validation_id: string;
+                failures: number;
+                hosts: number;
+                resolved: number;
+                unresolved: number;
+                blocked_p50_seconds: number | null;
+                blocked_p95_seconds: number | null;
+                blocked_max_seconds: number | null;
+            }[];
+        };
+        "insights-success": {
+            /** @description Clusters whose first attempt started in the window. */
+            clusters: number;
+            /** @description Those whose outcome is known. */
+            concluded: number;
+            succeeded: number;
+            success_rate: number | null;
+        };
         /** @description The body of every error answer except 401 and 403. */
         error: {
             /**
@@ -2136,6 +2264,8 @@ export interface components {
     };
     pathItems: never;
 }
+export type SchemaInsights = components['schemas']['insights'];
+export type SchemaInsightsSuccess = components['schemas']['insights-success'];
 export type SchemaError = components['schemas']['error'];
 export type SchemaInfraError = components['schemas']['infra_error'];
 export type SchemaIp = components['schemas']['ip'];
@@ -4439,6 +4569,35 @@ export interface operations {
                     "application/json": string[];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    LandfallGetInsights: {
+        parameters: {
+            query?: {
+                /** @description Start of the window (RFC 3339, inclusive). Default `to` minus 7 days. */
+                from?: string;
+                /** @description End of the window (RFC 3339, exclusive). Default now. Must be after `from`; the window may span at most 366 days. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The insights. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["insights"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
