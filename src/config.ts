@@ -84,6 +84,7 @@ export const ENV_SCHEMA = z.object({
   API_VALIDATE_RESPONSES: z.enum(['true', 'false']).default('false'),
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(2 * 1024 * 1024),
   DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
+  DEMO_INSIGHTS_CLUSTERS: z.coerce.number().int().min(0).max(100).default(0),
   HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
   HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
   HOST_REQUIREMENTS_FILE: optionalString,
@@ -139,6 +140,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Simulated hosts `landfall dev` starts for the demo (0: none). */
   demoFleetHosts: number;
+  /** Clusters of the insights demo (src/dev/demo-insights.ts) `landfall dev` installs through the API; 0: none. */
+  demoInsightsClusters: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
   /** Images the install step names: the installer a host runs, and the controller it starts in the new cluster. */
@@ -222,6 +225,7 @@ export function parseConfig(
     validateResponses: e.API_VALIDATE_RESPONSES === 'true',
     bodyLimitBytes: e.API_BODY_LIMIT_BYTES,
     demoFleetHosts: e.DEMO_FLEET_HOSTS,
+    demoInsightsClusters: e.DEMO_INSIGHTS_CLUSTERS,
     install: { preparingMs: e.INSTALL_PREPARING_TIMEOUT_MS, stageSoftMs: e.INSTALL_STAGE_SOFT_TIMEOUT_MS, stageHardMs: e.INSTALL_STAGE_HARD_TIMEOUT_MS, finalizingMs: e.INSTALL_FINALIZING_TIMEOUT_MS },
     installImages: { installer: e.INSTALLER_IMAGE, controller: e.CONTROLLER_IMAGE },
     logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
@@ -274,6 +278,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_VALIDATE_RESPONSES: String(c.validateResponses),
     API_BODY_LIMIT_BYTES: String(c.bodyLimitBytes),
     DEMO_FLEET_HOSTS: String(c.demoFleetHosts),
+    DEMO_INSIGHTS_CLUSTERS: String(c.demoInsightsClusters),
     HOST_DISCONNECT_TIMEOUT_MS: String(c.lifecycle.disconnectTimeoutMs),
     HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,

@@ -195,6 +195,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
     const apiUrl = `http://localhost:${cfg.api.port}`;
     await waitReady(apiUrl, 60000, children);
     const demo = cfg.demoFleetHosts > 0 ? await startDemoFleet(cfg, apiUrl, fleetAbort.signal, logger) : undefined;
+    if (cfg.demoInsightsClusters > 0) startInsightsDemo(cfg, apiUrl, fleetAbort.signal, logger);
 
     process.stdout.write(
       [
@@ -209,6 +210,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
         `  State         ${cfg.stateDir}`,
         ...(cfg.images.discoveryOsIso ? [`  Discovery OS  ${cfg.images.discoveryOsIso} (x86_64 base image; hosts reach the API at ${cfg.api.baseUrl})`] : []),
         ...(demo ? [`  Demo fleet    ${cfg.demoFleetHosts} simulated hosts in cluster "demo" (infra-env ${demo.infraEnvId})`] : []),
+        ...(cfg.demoInsightsClusters > 0 ? [`  Insights demo ${cfg.demoInsightsClusters} clusters of simulated hosts installing (insights-*), see ${apiUrl}/insights`] : []),
         'Press Ctrl-C to stop.',
         '',
       ].join('\n'),
@@ -217,6 +219,26 @@ export async function runDev(cfgIn: Config): Promise<void> {
     logger.error({ err: (err as Error).message }, 'start-up failed');
     await shutdown(1);
   }
+}
+
+/**
+ * The insights demo (DEMO_INSIGHTS_CLUSTERS): clusters of simulated hosts that
+ * install, fail, get fixed and retried through the API, in the background.
+ */
+function startInsightsDemo(cfg: Config, apiUrl: string, signal: AbortSignal, logger: Logger): void {
+  void (async () => {
+    const { seedInsightsDemo } = await import('./demo-insights');
+    let headers: Record<string, string> = {};
+    let agentToken = (_ie: string) => '';
+    if (cfg.auth.type === 'local') {
+      const { TokenSigner } = await import('../auth/jwt');
+      const signer = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem });
+      headers = { Authorization: `Bearer ${signer.sign({ use: 'user', sub: 'demo' })}` };
+      agentToken = (ie) => signer.sign({ use: 'agent', infra_env_id: ie });
+    }
+    const r = await seedInsightsDemo({ apiUrl, headers, agentToken, clusters: cfg.demoInsightsClusters, logger }, signal);
+    logger.info({ component: 'demo-insights', created: r.created.length, skipped: r.skipped.length }, 'insights demo seeded');
+  })().catch((err: Error) => logger.warn({ component: 'demo-insights', err: err.message }, 'insights demo not seeded'));
 }
 
 /**
