@@ -38,6 +38,10 @@ export function createStepsRepo(db: Knex) {
         .returning('*');
       return r as StepRow | undefined;
     },
+    /** The step of this type the service asked the host for last (an install retry enqueues a new install step). */
+    async latestOfType(k: HostKey, stepType: string, q: Q = db): Promise<StepRow | undefined> {
+      return (await t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_type: stepType }).orderBy('seq', 'desc').first()) as StepRow | undefined;
+    },
     /** Closes the host's unanswered steps of a type (its install finished; no reply will come). */
     async closeSent(k: HostKey, stepType: string, q: Q = db): Promise<number> {
       return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_type: stepType, state: 'sent' }).update({ state: 'closed' as StepRow['state'], replied_at: new Date() });

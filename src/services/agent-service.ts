@@ -192,8 +192,10 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
-      // An install step that fails is the host failing its install (reference §3).
-      if (reply.step_type === 'install' && INSTALLING.includes(host.status)) {
+      // An install step that fails is the host failing its install (reference §3), unless it is the
+      // install step of a try that already ended: the reply of a failed try can arrive after the host
+      // was retried (install-a1 after install-a1-r1 went out), and must not fail the new try.
+      if (reply.step_type === 'install' && INSTALLING.includes(host.status) && (await ctx.repos.steps.latestOfType(key, 'install', trx))?.step_id === reply.step_id) {
         const m = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) }, { requestId });
         // It will not answer this install step again: close it, as a Failed progress report does.
         if (m.moved) await ctx.repos.steps.closeSent(key, 'install', trx);
