@@ -9,7 +9,8 @@
 # the install wrote to a VM's disk). The upstream-agent test
 # (test/peers) gives the real agent what a discovery host has: chrony (its NTP step asks
 # chronyc; a chronyd in the test network serves time), dnsmasq (DNS answers for its
-# domain-resolution step), nmap (free addresses) and fio (disk speed). Installed only when missing
+# domain-resolution step), nmap (free addresses) and fio (disk speed). Java and Maven run Temporal's time-skipping test
+# server (test/workflow). Installed only when missing
 # and when we are root; otherwise the tests that need them skip with a reason.
 set -euo pipefail
 missing=()
@@ -28,6 +29,9 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
 [ -f /usr/share/ovmf/OVMF.fd ] || missing+=(ovmf)
 command -v qemu-img >/dev/null 2>&1 || missing+=(qemu-utils)
 command -v sfdisk >/dev/null 2>&1 || missing+=(fdisk)
+# Temporal's time-skipping test server is Java, fetched by Maven (scripts/install-temporal-test-server.sh).
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup: ${missing[*]} missing and cannot be installed here (not root or no apt-get); the tests that need them will skip" >&2

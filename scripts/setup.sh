@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
 #   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client,
-#            the upstream assisted-installer agent)
+#            the upstream assisted-installer agent, Temporal's time-skipping test server)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .state .tools
@@ -27,6 +27,8 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-assisted-agent.sh
   # sushy-tools (Redfish emulator) and libvirt for the BMC tests (test/bmc)
   bash scripts/install-bmc-emulator.sh
+  # Temporal's time-skipping test server (Java, Maven Central) for the workflow tests (test/workflow)
+  bash scripts/install-temporal-test-server.sh
 fi
 
 echo "setup: compiling TypeScript" >&2

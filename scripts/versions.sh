@@ -17,3 +17,6 @@ ASSISTED_AGENT_VERSION=v1.0.10-0.20260416183132-a272a11d4f78
 # Landfall's discovery OS (scripts/build-discovery-os.sh, from Debian bookworm packages): bump when
 # its package set or layout changes. Its cache key also covers the script, discovery-os/ and the agent bundle.
 DISCOVERY_OS_VERSION=2
+# Temporal's time-skipping test server (tests only: test/workflow), the Java one from Maven Central
+# (io.temporal:temporal-test-server); the native build the TS SDK downloads comes from GitHub.
+TEMPORAL_TEST_SERVER_VERSION=1.38.0
