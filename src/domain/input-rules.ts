@@ -3,13 +3,13 @@
  * SSH key structure, pull-secret shape). Each returns a reason string when the
  * value is bad, undefined when it is fine, so the API can name field and rule.
  */
-import net from 'node:net';
+import { ipVersion, isIPv4 } from './ip-address';
 
 export function cidrProblem(v: string): string | undefined {
   const m = /^([^/]+)\/(\d{1,3})$/.exec(v);
   if (!m) return 'must be a CIDR such as 192.168.1.0/24';
   const [, ip, prefixText] = m as unknown as [string, string, string];
-  const family = net.isIP(ip);
+  const family = ipVersion(ip);
   if (!family) return `"${ip}" is not an IP address`;
   const prefix = Number(prefixText);
   if (prefix > (family === 4 ? 32 : 128)) return `prefix /${prefix} is too long for IPv${family}`;
@@ -17,11 +17,11 @@ export function cidrProblem(v: string): string | undefined {
 }
 
 export function ipProblem(v: string): string | undefined {
-  return net.isIP(v) ? undefined : 'must be an IPv4 or IPv6 address';
+  return ipVersion(v) ? undefined : 'must be an IPv4 or IPv6 address';
 }
 
 function ipToBigInt(ip: string): { value: bigint; bits: number } {
-  if (net.isIPv4(ip)) return { value: ip.split('.').reduce((acc, o) => (acc << 8n) + BigInt(Number(o)), 0n), bits: 32 };
+  if (isIPv4(ip)) return { value: ip.split('.').reduce((acc, o) => (acc << 8n) + BigInt(Number(o)), 0n), bits: 32 };
   // Expand "::" and any embedded IPv4 tail before reading 8 groups.
   let s = ip;
   const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(s);
@@ -54,7 +54,7 @@ export function ipInCidr(ip: string, cidr: string): boolean {
     const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
     return ((ip4 & mask) >>> 0) === ((base4 & mask) >>> 0);
   }
-  if (!net.isIP(ip) || net.isIP(ip) !== net.isIP(base)) return false;
+  if (!ipVersion(ip) || ipVersion(ip) !== ipVersion(base)) return false;
   const a = ipToBigInt(ip);
   const b = ipToBigInt(base);
   const shift = BigInt(a.bits - Number(prefixText));
@@ -132,7 +132,7 @@ export function pullSecretProblem(v: string): string | undefined {
 export function cidrsOverlap(a: string, b: string): boolean {
   const [ab, ap] = a.split('/') as [string, string];
   const [bb, bp] = b.split('/') as [string, string];
-  if (net.isIP(ab) !== net.isIP(bb)) return false;
+  if (ipVersion(ab) !== ipVersion(bb)) return false;
   const shorter = Number(ap) <= Number(bp) ? a : b;
   const other = shorter === a ? bb : ab;
   return ipInCidr(other, shorter);

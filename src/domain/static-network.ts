@@ -8,7 +8,7 @@
  * routes with a next hop, DNS servers.
  */
 import { parse as parseYaml } from 'yaml';
-import net from 'node:net';
+import { ipVersion } from './ip-address';
 
 export interface HostStaticNetwork {
   network_yaml: string;
@@ -38,7 +38,7 @@ interface NmState {
 const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
 
 function family(ip: string): 4 | 6 {
-  const f = net.isIP(ip);
+  const f = ipVersion(ip);
   if (!f) throw new StaticNetworkError(`"${ip}" is not an IP address`);
   return f as 4 | 6;
 }
