@@ -10,6 +10,12 @@ export interface InstallInput {
   clusterName: string;
   release: string;
   timeouts?: Partial<InstallTimeouts>;
+  /**
+   * Continue as new once the history has this many events, besides whenever the server suggests
+   * it. Absent: only the suggestion (about 4k events), which tests cannot reach quickly and which
+   * Temporal's time-skipping test server never makes.
+   */
+  continueAsNewAfterEvents?: number;
 }
 
 export interface InstallTimeouts {

@@ -146,13 +146,15 @@ export function registerServiceCommands(program: Command): void {
 /** Replays histories against the workflow code of this build: a determinism break shows before a deploy. */
 async function runReplay(files: string[]): Promise<void> {
   const { readFileSync } = await import('node:fs');
-  const { DefaultLogger, Runtime, Worker } = await import('@temporalio/worker');
+  const { DefaultLogger, Runtime, Worker, bundleWorkflowCode } = await import('@temporalio/worker');
   Runtime.install({ logger: new DefaultLogger('WARN') });
+  // One bundle for every history: bundling takes seconds, a replay milliseconds.
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
   let failed = 0;
   for (const file of files) {
     const history = JSON.parse(readFileSync(file, 'utf8'));
     try {
-      await Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history);
+      await Worker.runReplayHistory({ workflowBundle }, history);
       process.stdout.write(`replay ok: ${file}\n`);
     } catch (err) {
       failed++;
