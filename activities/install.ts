@@ -164,7 +164,9 @@ export function createInstallActivities(ctx: ServiceContext) {
           if (!planned) continue;
           const facts = hostFacts(r, ctx.now().getTime());
           const role = r.id === input.bootstrapHostId ? 'bootstrap' : planned.role;
-          await moveHost(ctx, trx, r, { type: 'InstallDispatched' }, { role: planned.role });
+          const moved = await moveHost(ctx, trx, r, { type: 'InstallDispatched' }, { role: planned.role });
+          // A host that did not move (the install was cancelled meanwhile) gets no install step.
+          if (moved.status !== 'installing') continue;
           const request = installCmdRequest({ clusterId: input.clusterId, infraEnvId: r.infra_env_id, hostId: r.id, role, bootDevice: bootDevice(r, facts), openshiftVersion: cluster.openshift_version, controlPlaneCount: input.controlPlaneCount, images: ctx.installImages, installerArgs: installerArgsOf(r) });
           await ctx.repos.steps.enqueue({ infraEnvId: r.infra_env_id, hostId: r.id }, { step_id: `install-a${input.attempt}`, step_type: 'install', args: [JSON.stringify(request)] }, trx);
           dispatched++;

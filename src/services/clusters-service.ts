@@ -100,8 +100,9 @@ export async function installCluster(ctx: ServiceContext, p: Principal, id: stri
       const failing = failingValidations(current.doc.validation_remediation as string | undefined);
       throw conflict(`cluster ${id} is not ready to be installed: status ${current.status} (${current.status_info})${failing ? `; failing validations: ${failing}` : ''}`, { status: current.status });
     }
-    const { row } = await applyClusterEvent(ctx, trx, current, { type: 'InstallRequested' }, { requestId, patch: { install_attempt: current.install_attempt + 1, doc: { ...current.doc, install_started_at: ctx.now().toISOString() } } });
+    // The attempt's first event says what the user did; the status event follows it.
     await ctx.repos.events.add({ name: 'cluster_prepare_installation_started', clusterId: id, requestId }, trx);
+    const { row } = await applyClusterEvent(ctx, trx, current, { type: 'InstallRequested' }, { requestId, patch: { install_attempt: current.install_attempt + 1, doc: { ...current.doc, install_started_at: ctx.now().toISOString() } } });
     return row;
   });
   try {

@@ -251,6 +251,8 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
     const c = await readyCluster(h, 'ui-cancel', path.join(FIXTURE_PROFILES, 'worker-slow-stages.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
     try {
       expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+      // Cancelled while still preparing, a cluster only goes back to ready (nothing written yet): cancel an install under way.
+      await waitClusterStatus(h, c.clusterId, ['installing'], 60000);
       await page.goto(`${h.api.url}/clusters/${c.clusterId}`);
       await page.waitForURL(/\/progress$/);
       page.once('dialog', (d) => void d.accept());

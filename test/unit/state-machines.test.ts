@@ -89,6 +89,12 @@ describe('cluster state machine table', () => {
     for (const state of Object.keys(CLUSTER_STATES)) for (const e of clusterSituations) expect(matching(CLUSTER_TRANSITIONS, state, e).length).toBeLessThanOrEqual(1);
     for (const r of CLUSTER_TRANSITIONS) expect(r.from.some((s) => clusterSituations.some((e) => matching([r], s, e).length === 1))).toBe(true);
   });
+  it('cancels a preparing cluster back to ready (nothing written yet) and an installing one to cancelled, as assisted-service does', () => {
+    expect(nextClusterStatus('preparing-for-installation', { type: 'CancelRequested' })?.to).toBe('ready');
+    expect(nextHostStatus('preparing-successful', { type: 'CancelInstallation' })?.to).toBe('known');
+    expect(nextClusterStatus('installing', { type: 'CancelRequested' })?.to).toBe('cancelled');
+    expect(nextClusterStatus('ready', { type: 'CancelRequested' })).toBeUndefined();
+  });
   it('goes to pending-for-input before insufficient before ready', () => {
     expect(nextClusterStatus('ready', { type: 'Refresh', summary: { inputMissing: true, requiredFailing: true } })?.to).toBe('pending-for-input');
     expect(nextClusterStatus('ready', { type: 'Refresh', summary: { inputMissing: false, requiredFailing: true } })?.to).toBe('insufficient');

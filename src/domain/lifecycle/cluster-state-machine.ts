@@ -73,7 +73,9 @@ export const CLUSTER_TRANSITIONS: readonly ClusterRule[] = [
   rule({ event: 'HostNeedsUser', from: ['installing-pending-user-action'], guard: (e) => !e.pending, to: 'installing', info: 'Installation in progress', description: 'No host waits for the user any more.' }),
   rule({ event: 'ClusterImported', from: ['insufficient'], to: 'adding-hosts', info: 'cluster is adding hosts to existing OCP cluster', description: 'Day 2: an existing cluster was imported (POST /v2/clusters/import); it goes from its initial status straight to accepting hosts, as assisted-service registers it.' }),
   rule({ event: 'AddHostsAllowed', from: ['installed'], to: 'adding-hosts', info: 'Cluster is installed and accepts new hosts', description: 'Day 2: the user allowed adding hosts to the installed cluster (POST actions/allow-add-workers); its kind becomes AddHostsCluster.' }),
-  rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE, to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
+  rule({ event: 'CancelRequested', from: CLUSTER_CANCELLABLE.filter((s) => s !== 'preparing-for-installation'), to: 'cancelled', info: 'Canceled cluster installation', description: 'The user cancelled the install.' }),
+  // As in assisted-service: nothing was written to a disk yet, so cancelling only stops the preparation (the hosts go back to known).
+  rule({ event: 'CancelRequested', from: ['preparing-for-installation'], to: 'ready', info: 'Cluster ready to be installed', description: 'The user cancelled while the cluster was preparing: back to ready.' }),
   rule({ event: 'ResetRequested', from: CLUSTER_RESETTABLE, to: 'insufficient', info: 'Reset cluster installation', description: 'The user reset the cluster; hosts must boot the discovery image again.' }),
 ];
 
