@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
 #   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client,
-#            the upstream assisted-installer agent, Temporal's time-skipping test server)
+#            the upstream assisted-installer agent, Temporal's time-skipping test server,
+#            kube-apiserver + etcd for the operator)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .state .tools
@@ -29,6 +30,8 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-bmc-emulator.sh
   # Temporal's time-skipping test server (Java, Maven Central) for the workflow tests (test/workflow)
   bash scripts/install-temporal-test-server.sh
+  # A real kube-apiserver and etcd for the operator's tests (test/operator); cold about 7 CPU-minutes, cached.
+  bash scripts/install-kube-apiserver.sh
 fi
 
 echo "setup: compiling TypeScript" >&2

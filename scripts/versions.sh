@@ -20,3 +20,7 @@ DISCOVERY_OS_VERSION=2
 # Temporal's time-skipping test server (tests only: test/workflow), the Java one from Maven Central
 # (io.temporal:temporal-test-server); the native build the TS SDK downloads comes from GitHub.
 TEMPORAL_TEST_SERVER_VERSION=1.38.0
+# A real kube-apiserver and etcd for `landfall operator` (scripts/install-kube-apiserver.sh builds both
+# from the Go module proxy through wrapper modules; cached under ~/.cache/landfall).
+KUBE_APISERVER_VERSION=v1.36.3
+ETCD_VERSION=v3.6.16

@@ -100,6 +100,16 @@ export const ENV_SCHEMA = z.object({
   LOGS_UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(100 * 1024 * 1024),
   READINESS_TIMEOUT_MS: positiveMs.default(2000),
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(15000),
+  // `landfall operator` (src/operator) and `landfall dev` starting it with a local kube-apiserver.
+  LANDFALL_OPERATOR: z.enum(['0', '1', 'true', 'false']).default('0'),
+  OPERATOR_KUBECONFIG: optionalString,
+  KUBERNETES_SERVICE_HOST: optionalString,
+  KUBERNETES_SERVICE_PORT: optionalString,
+  OPERATOR_LANDFALL_URL: optionalString.pipe(httpUrl.optional()),
+  OPERATOR_LANDFALL_TOKEN: optionalString,
+  OPERATOR_NAMESPACES: optionalString.pipe(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be namespace names separated by commas').optional()),
+  OPERATOR_RESYNC_MS: positiveMs.default(10 * 60_000),
+  OPERATOR_INSTALL_CRDS: z.enum(['true', 'false']).default('false'),
 });
 
 export type EnvName = keyof z.infer<typeof ENV_SCHEMA>;
@@ -150,6 +160,21 @@ export interface Config {
   logs: { uploadMaxBytes: number; pendingTimeoutMs: number; collectionTimeoutMs: number };
   readinessTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /**
+   * `landfall operator`: where the Kubernetes API is (a kubeconfig, else the pod's service account
+   * when KUBERNETES_SERVICE_HOST is set), where Landfall is, what to watch and how often to resync.
+   * `devEnabled`: `landfall dev` also starts a local kube-apiserver and the operator.
+   */
+  operator: {
+    devEnabled: boolean;
+    kubeconfig: string | undefined;
+    inCluster: { host: string; port: string } | undefined;
+    landfallUrl: string;
+    landfallToken: string | undefined;
+    namespaces: string[];
+    resyncMs: number;
+    installCrds: boolean;
+  };
 }
 
 export class ConfigError extends Error {
@@ -232,6 +257,16 @@ export function parseConfig(
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    operator: {
+      devEnabled: e.LANDFALL_OPERATOR === '1' || e.LANDFALL_OPERATOR === 'true',
+      kubeconfig: e.OPERATOR_KUBECONFIG ? path.resolve(e.OPERATOR_KUBECONFIG) : undefined,
+      inCluster: e.KUBERNETES_SERVICE_HOST ? { host: e.KUBERNETES_SERVICE_HOST, port: e.KUBERNETES_SERVICE_PORT ?? '443' } : undefined,
+      landfallUrl: (e.OPERATOR_LANDFALL_URL ?? `http://localhost:${e.API_PORT}`).replace(/\/+$/, ''),
+      landfallToken: e.OPERATOR_LANDFALL_TOKEN,
+      namespaces: e.OPERATOR_NAMESPACES ? e.OPERATOR_NAMESPACES.split(',') : [],
+      resyncMs: e.OPERATOR_RESYNC_MS,
+      installCrds: e.OPERATOR_INSTALL_CRDS === 'true',
+    },
   };
 }
 
@@ -293,6 +328,15 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     LOGS_UPLOAD_MAX_BYTES: String(c.logs.uploadMaxBytes),
     READINESS_TIMEOUT_MS: String(c.readinessTimeoutMs),
     SHUTDOWN_TIMEOUT_MS: String(c.shutdownTimeoutMs),
+    LANDFALL_OPERATOR: c.operator.devEnabled ? '1' : '0',
+    OPERATOR_KUBECONFIG: c.operator.kubeconfig,
+    KUBERNETES_SERVICE_HOST: c.operator.inCluster?.host,
+    KUBERNETES_SERVICE_PORT: c.operator.inCluster?.port,
+    OPERATOR_LANDFALL_URL: c.operator.landfallUrl,
+    OPERATOR_LANDFALL_TOKEN: c.operator.landfallToken,
+    OPERATOR_NAMESPACES: c.operator.namespaces.length ? c.operator.namespaces.join(',') : undefined,
+    OPERATOR_RESYNC_MS: String(c.operator.resyncMs),
+    OPERATOR_INSTALL_CRDS: String(c.operator.installCrds),
   };
 }
 

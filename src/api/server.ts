@@ -4,6 +4,7 @@ import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
 import { createRepos } from '../services/context';
 import { buildServiceContext } from '../services/build-context';
+import { EventWakeups } from './event-wakeups';
 import { createMetrics } from '../metrics';
 import { createObjectStore } from '../storage';
 import { createTemporalClient, pingTemporal } from '../temporal/client';
@@ -24,7 +25,9 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const temporal = createTemporalClient(cfg.temporal);
   const repos = createRepos(db);
   const metrics = createMetrics(db);
-  const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port };
+  const eventWakeups = new EventWakeups(cfg.database.url, logger);
+  eventWakeups.start();
+  const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
   const app = createApp({
     logger,
     temporal,
@@ -57,7 +60,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await Promise.allSettled([db.destroy(), temporal.connection.close()]);
+      await Promise.allSettled([eventWakeups.close(), db.destroy(), temporal.connection.close()]);
     },
   };
 }

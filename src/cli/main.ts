@@ -68,7 +68,7 @@ function packageVersion(): string {
 }
 
 /** Processes that serve until signalled; every other command exits when its action ends. */
-const SERVING = new Set(['dev', 'api', 'worker']);
+const SERVING = new Set(['dev', 'api', 'worker', 'operator']);
 
 const CLIENT_OPTIONS_WITH_VALUE = new Set(['--url', '--token', '-o', '--output']);
 

@@ -51,6 +51,30 @@ export function registerServiceCommands(program: Command): void {
     });
 
   program
+    .command('operator')
+    .description('reconcile Kubernetes custom resources (InfraEnv, Agent, AgentClusterInstall, ClusterDeployment, …) into Landfall through its REST API (needs OPERATOR_KUBECONFIG or an in-cluster service account)')
+    .option('--install-crds', 'create or update the CRDs of deploy/crds first (also OPERATOR_INSTALL_CRDS=true)')
+    .action(async (o: { installCrds?: boolean }) => {
+      const cfg = loadConfigOrExit();
+      const { startOperator } = await import('../operator/operator');
+      const { inClusterConnection, loadKubeconfig } = await import('../operator/kube-client');
+      const op = cfg.operator;
+      const kube = op.kubeconfig ? loadKubeconfig(op.kubeconfig) : op.inCluster ? inClusterConnection(op.inCluster.host, op.inCluster.port) : undefined;
+      if (!kube) throw new CliError('usage', 'OPERATOR_KUBECONFIG is required (or run in a pod, where KUBERNETES_SERVICE_HOST is set)');
+      const logger = createLogger(cfg, 'operator');
+      const running = await startOperator({ kube, landfallUrl: op.landfallUrl, landfallToken: op.landfallToken, publicUrl: cfg.api.baseUrl, namespaces: op.namespaces, resyncMs: op.resyncMs, installCrds: o.installCrds || op.installCrds, logger });
+      const stop = async () => {
+        logger.info('operator stopping');
+        const force = setTimeout(() => process.exit(1), cfg.shutdownTimeoutMs).unref();
+        await running.stop();
+        clearTimeout(force);
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void stop());
+      process.once('SIGTERM', () => void stop());
+    });
+
+  program
     .command('migrate')
     .description('apply (default), roll back all, or list database migrations')
     .addArgument(new Argument('[action]').choices(['latest', 'rollback', 'list']).default('latest'))

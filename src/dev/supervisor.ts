@@ -1,7 +1,8 @@
 /**
  * `landfall dev` (what `npm start` runs): Temporal with its UI, PostgreSQL,
  * migrations, then the api and the worker as child processes, exactly as they
- * would run in production. A component that dies (api, worker, Temporal,
+ * would run in production (with LANDFALL_OPERATOR=1 also a local kube-apiserver
+ * and `landfall operator`). A component that dies (api, worker, Temporal,
  * the embedded PostgreSQL) is started again with backoff and the log says so;
  * Ctrl-C stops them all in reverse order.
  */
@@ -17,6 +18,7 @@ import { canConnect, sleep, stopProcess } from './process-utils';
 import { existsSync, promises as fs } from 'node:fs';
 import { generateEcKeyPair } from '../auth/jwt';
 import { builtDiscoveryOsIso } from '../images/discovery-os';
+import { localApiserverBuilt, startLocalApiserver, type LocalApiserver } from '../operator/local-apiserver';
 
 /** AUTH_TYPE=local on one machine: a signing key generated once and kept in the state folder (0600). */
 async function devSigningKey(stateDir: string): Promise<{ privateKeyPem: string; publicKeyPem: string }> {
@@ -32,7 +34,7 @@ async function devSigningKey(stateDir: string): Promise<{ privateKeyPem: string;
 
 const MAIN = path.join(__dirname, '..', 'cli', 'main.js');
 
-function spawnComponent(name: 'api' | 'worker', cfg: Config): ChildProcess {
+function spawnComponent(name: 'api' | 'worker' | 'operator', cfg: Config): ChildProcess {
   // Children parse the same variables through parseConfig, like in production.
   const env = { ...passthroughEnv(), ...configToEnv(cfg) };
   const clean = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
@@ -110,6 +112,37 @@ export async function runDev(cfgIn: Config): Promise<void> {
   const children: ChildProcess[] = [];
   const fleetAbort = new AbortController();
   let stopping = false;
+  let localKube: LocalApiserver | undefined;
+
+  /**
+   * LANDFALL_OPERATOR=1: a local kube-apiserver (built by scripts/install-kube-apiserver.sh), the
+   * CRDs, and `landfall operator` as one more restarted child, with an administrator token.
+   */
+  const startDevOperator = async (): Promise<LocalApiserver | undefined> => {
+    if (!localApiserverBuilt()) {
+      logger.warn('LANDFALL_OPERATOR is set but no kube-apiserver is built: run "bash scripts/install-kube-apiserver.sh" (about 7 CPU-minutes once)');
+      return undefined;
+    }
+    localKube = await startLocalApiserver({ dir: path.join(cfg.stateDir, 'kube'), onOutput: (component, line) => logger.debug({ component }, line) });
+    let token: string | undefined;
+    if (cfg.auth.type === 'local') {
+      const { TokenSigner } = await import('../auth/jwt');
+      token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'user', sub: 'landfall-operator', admin: true });
+    }
+    const opCfg: Config = { ...cfg, operator: { ...cfg.operator, kubeconfig: localKube.kubeconfigPath, landfallUrl: `http://localhost:${cfg.api.port}`, landfallToken: token, installCrds: true } };
+    const restarter = new Restarter('operator', logger, () => stopping, async () => launch());
+    const launch = () => {
+      const child = spawnComponent('operator', opCfg);
+      children.push(child);
+      child.once('exit', (code, signal) => {
+        children.splice(children.indexOf(child), 1);
+        void restarter.died({ code, signal });
+      });
+    };
+    launch();
+    restarter.started();
+    return localKube;
+  };
 
   const shutdown = async (code: number): Promise<never> => {
     if (stopping) return new Promise<never>(() => undefined);
@@ -118,6 +151,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
     fleetAbort.abort();
     // Reverse order of start: the api and worker first, so they do not log a burst of connection errors.
     await Promise.all(children.map((c) => stopProcess(c, cfg.shutdownTimeoutMs)));
+    await localKube?.stop();
     await temporal?.stop(cfg.shutdownTimeoutMs);
     await pg?.stop().catch((err: Error) => logger.warn({ err: err.message }, 'postgres stop failed'));
     logger.info('stopped');
@@ -194,6 +228,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
     }
     const apiUrl = `http://localhost:${cfg.api.port}`;
     await waitReady(apiUrl, 60000, children);
+    const kube = cfg.operator.devEnabled ? await startDevOperator() : undefined;
     const demo = cfg.demoFleetHosts > 0 ? await startDemoFleet(cfg, apiUrl, fleetAbort.signal, logger) : undefined;
     if (cfg.demoInsightsClusters > 0) startInsightsDemo(cfg, apiUrl, fleetAbort.signal, logger);
 
@@ -211,6 +246,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
         ...(cfg.images.discoveryOsIso ? [`  Discovery OS  ${cfg.images.discoveryOsIso} (x86_64 base image; hosts reach the API at ${cfg.api.baseUrl})`] : []),
         ...(demo ? [`  Demo fleet    ${cfg.demoFleetHosts} simulated hosts in cluster "demo" (infra-env ${demo.infraEnvId})`] : []),
         ...(cfg.demoInsightsClusters > 0 ? [`  Insights demo ${cfg.demoInsightsClusters} clusters of simulated hosts installing (insights-*), see ${apiUrl}/insights`] : []),
+        ...(kube ? [`  Kubernetes    ${kube.url} (local kube-apiserver + landfall operator; KUBECONFIG=${kube.kubeconfigPath})`] : []),
         'Press Ctrl-C to stop.',
         '',
       ].join('\n'),

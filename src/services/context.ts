@@ -52,5 +52,7 @@ export interface ServiceContext {
   metrics?: import('../metrics').MetricsPort;
   /** BMC drivers, the credentials box and the repo (src/bmc/ports.ts); unset where no BMC is driven. */
   bmc?: import('../bmc/ports').BmcPorts;
+  /** Wakes the API's event streams when an event is recorded (src/api/event-wakeups.ts); unset: they poll. */
+  eventWakeups?: import('../api/event-wakeups').EventWakeups;
   now: () => Date;
 }

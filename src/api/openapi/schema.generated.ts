@@ -937,7 +937,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live stream of the events of a cluster or infra-env as Server-Sent Events (Landfall extension). Resumes after Last-Event-ID. */
+        /** Live stream of the events of a cluster or infra-env (or, for an administrator, of everything) as Server-Sent Events (Landfall extension). Resumes after Last-Event-ID. */
         get: operations["LandfallStreamEvents"];
         put?: never;
         post?: never;
@@ -4386,8 +4386,8 @@ export interface operations {
             query?: {
                 cluster_id?: string;
                 infra_env_id?: string;
-                /** @description Start after this event id (the SSE id); Last-Event-ID does the same. */
-                after?: number;
+                /** @description Start after this event id (the SSE id), or "latest" for only the events recorded from now on; Last-Event-ID does the same. */
+                after?: string;
             };
             header?: {
                 "Last-Event-ID"?: string;

@@ -1,0 +1,264 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- API bodies and custom resources are read loosely in this test */
+/**
+ * `landfall operator` against a real kube-apiserver + etcd (built and cached
+ * by scripts/install-kube-apiserver.sh, which `npm test`'s set-up runs; a
+ * missing binary fails this suite) and a real Landfall (API, worker, Temporal,
+ * PostgreSQL). The operator is its own process, talking to both through their
+ * APIs, as in production; the hosts are simulated (`landfall fleet`'s agent loop).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { runFleet } from '../../agent/fleet';
+import { KubeClient, type KubeObject } from '../../src/operator/kube-client';
+import { startLocalApiserver, type LocalApiserver } from '../../src/operator/local-apiserver';
+import { installCrds } from '../../src/operator/operator';
+import { RT } from '../../src/operator/resources';
+import { call } from '../support/api-harness';
+import { startInstallHarness, type InstallHarness } from '../support/install-harness';
+import { applyObjects, readKustomization } from '../support/kube-apply';
+import { eventually, tempDir } from '../support/services';
+
+const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
+const EXAMPLE = path.resolve(__dirname, '../../deploy/examples/ztp-3-2');
+const NS = 'ztp-demo';
+
+let h: InstallHarness;
+let apiserver: LocalApiserver;
+let kube: KubeClient;
+let operator: ChildProcess | undefined;
+/** Every log line of every operator process this suite started, in order. */
+const operatorLog: Array<{ msg: string; [k: string]: unknown }> = [];
+const watches = new AbortController();
+
+function startOperator(): ChildProcess {
+  const child = spawn(process.execPath, [MAIN, 'operator'], {
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME!,
+      OPERATOR_KUBECONFIG: apiserver.kubeconfigPath,
+      OPERATOR_LANDFALL_URL: h.api.url,
+      // An hour: anything this suite sees happen was woken by an event, not by the resync.
+      OPERATOR_RESYNC_MS: '3600000',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let buf = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        operatorLog.push(JSON.parse(line));
+      } catch {
+        operatorLog.push({ msg: line });
+      }
+    }
+  });
+  child.stderr!.on('data', (d: Buffer) => operatorLog.push({ msg: `stderr: ${d.toString()}` }));
+  return child;
+}
+
+const get = (rt: (typeof RT)[keyof typeof RT], ns: string, name: string) => kube.find(rt, ns, name);
+const cond = (o: KubeObject | undefined, type: string) => (o?.status?.conditions ?? []).find((c: any) => c.type === type);
+
+/** Records each condition's (status, reason) every time it changes, per resource. */
+function recordTransitions(ns: string): Map<string, string[]> {
+  const seen = new Map<string, string[]>();
+  const last = new Map<string, string>();
+  const record = (o: KubeObject) => {
+    for (const c of o.status?.conditions ?? []) {
+      const k = `${o.metadata.name}/${c.type}`;
+      const v = `${c.status}/${c.reason}`;
+      if (last.get(k) === v) continue;
+      last.set(k, v);
+      seen.set(k, [...(seen.get(k) ?? []), v]);
+    }
+  };
+  void kube.listWatch(RT.agentClusterInstall, ns, { onList: (items) => items.forEach(record), onEvent: (_t, o) => record(o) }, watches.signal);
+  return seen;
+}
+
+beforeAll(async () => {
+  h = await startInstallHarness();
+  // Fails (does not skip) when the binaries are missing: set-up builds them.
+  apiserver = await startLocalApiserver({ dir: tempDir('kube') });
+  kube = new KubeClient(apiserver.connection);
+  await installCrds(kube);
+  operator = startOperator();
+});
+
+afterAll(async () => {
+  watches.abort();
+  operator?.kill('SIGTERM');
+  await kube?.close();
+  await apiserver?.stop();
+  await h?.stop();
+});
+
+describe('landfall operator on a real kube-apiserver', () => {
+  let clusterId: string;
+  let infraEnvId: string;
+  const fleetStop = new AbortController();
+
+  afterAll(() => fleetStop.abort());
+
+  it('installs the 3+2 cluster of deploy/examples/ztp-3-2: approval gates it, a SIGKILLed operator finishes it once, the kubeconfig lands in a Secret', async () => {
+    const transitions = recordTransitions(NS);
+    await applyObjects(kube, readKustomization(EXAMPLE));
+
+    // The InfraEnv gets its ISO URL, and the cluster exists in Landfall, readable through REST.
+    const ie = await eventually(async () => {
+      const o = await get(RT.infraEnv, NS, 'edge-1');
+      return o?.status?.isoDownloadURL && cond(o, 'ImageCreated')?.status === 'True' ? o : undefined;
+    }, 60000, 'InfraEnv image');
+    infraEnvId = ie.status.landfall.infraEnvID;
+    expect(ie.status.isoDownloadURL).toContain(infraEnvId);
+    expect(ie.metadata.finalizers).toContain('infraenvs.agent-install.landfall.io/deprovision');
+    const aci0 = await eventually(async () => (await get(RT.agentClusterInstall, NS, 'edge-1'))?.status?.landfall?.clusterID && get(RT.agentClusterInstall, NS, 'edge-1'), 30000, 'cluster id');
+    clusterId = aci0!.status.landfall.clusterID;
+    const rest = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
+    expect(rest).toMatchObject({ name: 'edge-1', base_dns_domain: 'example.com', openshift_version: '1.32', control_plane_count: 3, api_vips: [expect.objectContaining({ ip: '192.168.127.250' })], ingress_vips: [expect.objectContaining({ ip: '192.168.127.251' })] });
+    expect((await call('GET', `${h.api.base}/infra-envs/${infraEnvId}`)).body.cluster_id).toBe(clusterId);
+
+    // Simulated hosts boot the infra-env: one Agent each, unapproved, and the install waits for approval.
+    void runFleet({ serviceUrl: h.api.url, infraEnvId, count: 5, mix: 'control-plane:3,worker:2', seed: 'ztp-3-2', durationSeconds: 600, pollIntervalSeconds: 0.5, rampSeconds: 0 }, fleetStop.signal);
+    const agents = await eventually(async () => {
+      const l = (await kube.list(RT.agent, NS)).items;
+      return l.length === 5 && l.every((a) => cond(a, 'RequirementsMet')?.reason === 'AgentIsNotApproved') ? l : undefined;
+    }, 90000, '5 agents known and unapproved');
+    for (const a of agents) {
+      expect(a.metadata.labels).toMatchObject({ 'infraenvs.agent-install.landfall.io': 'edge-1', 'cluster-name': 'edge-1' });
+      expect(a.spec).toMatchObject({ approved: false, clusterDeploymentName: { name: 'edge-1', namespace: NS } });
+      expect(a.status.inventory.hostname).toBe((await call('GET', `${h.api.base}/infra-envs/${infraEnvId}/hosts/${a.metadata.name}`)).body.requested_hostname);
+      expect(a.status.inventory.cpu.count).toBeGreaterThan(0);
+      expect(cond(a, 'Validated')).toMatchObject({ status: 'True', reason: 'ValidationsPassing' });
+    }
+    await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.reason === 'UnapprovedAgents', 30000, 'UnapprovedAgents');
+    for (const a of agents.slice(0, 4)) await kube.mergePatch(RT.agent, NS, a.metadata.name, { spec: { approved: true } });
+    await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.message === 'The installation is pending on the approval of 1 agents', 30000, 'one agent left to approve');
+    expect((await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.status).toBe('ready');
+
+    // The last approval starts the install; the operator is killed as soon as it has, and restarted.
+    await kube.mergePatch(RT.agent, NS, agents[4]!.metadata.name, { spec: { approved: true } });
+    await eventually(async () => (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.status !== 'ready', 30000, 'install started', );
+    operator!.kill('SIGKILL');
+    await new Promise((r) => operator!.once('exit', r));
+    operator = startOperator();
+
+    const done = await eventually(async () => {
+      const o = await get(RT.agentClusterInstall, NS, 'edge-1');
+      return cond(o, 'Completed')?.status === 'True' ? o : undefined;
+    }, 180000, 'Completed').catch(async (e) => {
+      const c = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
+      throw new Error(`${e.message}: cluster ${c.status} (${c.status_info}); operator log tail ${JSON.stringify(operatorLog.slice(-5))}`);
+    });
+    expect(done.status.debugInfo).toMatchObject({ state: 'installed' });
+    expect(done.status.progress.totalPercentage).toBe(100);
+
+    // Every condition's transitions, in order (the reasons are the reference's).
+    const t = (type: string) => transitions.get(`edge-1/${type}`);
+    await eventually(async () => t('Stopped')?.at(-1) === 'True/InstallationCompleted', 10000, 'last transitions seen');
+    expect(t('SpecSynced')).toEqual(['True/SyncOK']);
+    expect(t('Completed')).toEqual(['False/InstallationNotStarted', 'False/InstallationInProgress', 'True/InstallationCompleted']);
+    expect(t('Failed')).toEqual(['False/InstallationNotFailed']);
+    expect(t('Stopped')).toEqual(['False/InstallationNotStopped', 'True/InstallationCompleted']);
+    const req = t('RequirementsMet')!;
+    expect(req[0]).toBe('False/ClusterNotReady');
+    expect(req.slice(-3)).toEqual(['False/UnapprovedAgents', 'True/ClusterAlreadyInstalling', 'True/ClusterInstallationStopped']);
+    // Between them only what hosts arriving one by one can show: not ready, too few ready agents.
+    for (const v of req.slice(1, -3)) expect(['False/ClusterNotReady', 'False/InsufficientAgents']).toContain(v);
+    const val = t('Validated')!;
+    expect(val[0]).toMatch(/^False\/(ValidationsFailing|ValidationsUserPending)$/);
+    expect(val.at(-1)).toBe('True/ValidationsPassing');
+
+    // No duplicate action across the kill: one install start in Landfall, one in the operators' logs.
+    const events = (await call('GET', `${h.api.base}/events?cluster_id=${clusterId}`)).body as any[];
+    expect(events.filter((e) => e.name === 'cluster_prepare_installation_started')).toHaveLength(1);
+    expect(events.filter((e) => e.name === 'cluster_installation_started')).toHaveLength(1);
+    expect(operatorLog.filter((l) => l.msg === 'installation started')).toHaveLength(1);
+    expect(operatorLog.filter((l) => l.msg === 'cluster created')).toHaveLength(1);
+    expect((await call('GET', `${h.api.base}/clusters`)).body.filter((c: any) => c.name === 'edge-1')).toHaveLength(1);
+
+    // The kubeconfig and admin password in Secrets, named as the reference names them; the ClusterDeployment points at them.
+    const kc = await eventually(() => get(RT.secret, NS, 'edge-1-admin-kubeconfig'), 30000, 'kubeconfig Secret');
+    const restKubeconfig = (await call('GET', `${h.api.base}/clusters/${clusterId}/downloads/credentials?file_name=kubeconfig`)).text;
+    expect(Buffer.from(kc.data!.kubeconfig!, 'base64').toString()).toBe(restKubeconfig);
+    expect(restKubeconfig).toContain('server: https://api.edge-1.example.com:6443');
+    const pw = (await get(RT.secret, NS, 'edge-1-admin-password'))!;
+    expect(Buffer.from(pw.data!.username!, 'base64').toString()).toBe('kubeadmin');
+    expect(Buffer.from(pw.data!.password!, 'base64').toString()).toBe((await call('GET', `${h.api.base}/clusters/${clusterId}/credentials`)).body.password);
+    const cd = (await get(RT.clusterDeployment, NS, 'edge-1'))!;
+    expect(cd.spec).toMatchObject({ installed: true, clusterMetadata: { clusterID: clusterId, adminKubeconfigSecretRef: { name: 'edge-1-admin-kubeconfig' }, adminPasswordSecretRef: { name: 'edge-1-admin-password' } } });
+
+    // The same cluster through REST: installed, its five hosts installed with the roles the Agents show.
+    const installed = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
+    expect(installed.status).toBe('installed');
+    expect(installed.hosts).toHaveLength(5);
+    await eventually(async () => {
+      const l = (await kube.list(RT.agent, NS)).items;
+      return l.every((a) => cond(a, 'Installed')?.status === 'True');
+    }, 30000, 'agents Installed');
+    for (const a of (await kube.list(RT.agent, NS)).items) {
+      const host = installed.hosts.find((x: any) => x.id === a.metadata.name);
+      expect(host.status).toBe('installed');
+      expect(a.status.role).toBe(host.role === 'auto-assign' ? host.suggested_role : host.role);
+      expect(a.status.progress.currentStage).toBe(host.progress.current_stage);
+      expect(a.status.debugInfo.state).toBe('installed');
+    }
+    expect(installed.hosts.filter((x: any) => x.role === 'master' || x.suggested_role === 'master')).toHaveLength(3);
+  });
+
+  it('reports a missing pull secret and a bad VIP on SpecSynced, and recovers once the manifests are fixed', async () => {
+    const ns = 'ztp-bad';
+    const objects = readKustomization(EXAMPLE)
+      .filter((o) => o.kind !== 'Secret')
+      .map((o) => JSON.parse(JSON.stringify(o).replaceAll(`"${NS}"`, `"${ns}"`).replaceAll('edge-1', 'edge-2')) as KubeObject);
+    const aci = objects.find((o) => o.kind === 'AgentClusterInstall')!;
+    aci.spec.apiVIPs = ['192.168.200.5']; // outside the machine network
+    await applyObjects(kube, objects);
+    const synced = async () => cond(await get(RT.agentClusterInstall, ns, 'edge-2'), 'SpecSynced');
+
+    await eventually(async () => (await synced())?.reason === 'InputError', 30000, 'InputError for the pull secret');
+    expect((await synced())!).toMatchObject({ status: 'False', reason: 'InputError', message: expect.stringContaining(`pull secret ${ns}/pull-secret not found`) });
+    expect(cond(await get(RT.agentClusterInstall, ns, 'edge-2'), 'Validated')).toMatchObject({ status: 'Unknown', reason: 'ValidationsUnknown' });
+
+    // The Secret appears (its watch wakes the operator): the next problem is the VIP, as Landfall's API words it.
+    const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
+    await applyObjects(kube, [{ ...secret, metadata: { ...secret.metadata, namespace: ns } }]);
+    await eventually(async () => /api_vips\[0\]\.ip: 192\.168\.200\.5 is not inside any machine network/.test((await synced())?.message ?? ''), 30000, 'InputError for the VIP');
+    expect((await synced())!).toMatchObject({ status: 'False', reason: 'InputError' });
+    expect((await call('GET', `${h.api.base}/clusters`)).body.filter((c: any) => c.name === 'edge-2')).toHaveLength(0);
+
+    // Fixing the manifest recovers: SyncOK, and the cluster exists with the fixed VIP.
+    await kube.mergePatch(RT.agentClusterInstall, ns, 'edge-2', { spec: { apiVIPs: ['192.168.127.240'] } });
+    await eventually(async () => (await synced())?.reason === 'SyncOK', 30000, 'SyncOK');
+    const id = (await get(RT.agentClusterInstall, ns, 'edge-2'))!.status.landfall.clusterID;
+    expect((await call('GET', `${h.api.base}/clusters/${id}`)).body.api_vips.map((v: any) => v.ip)).toEqual(['192.168.127.240']);
+
+    // A change made through REST is reported, not reverted.
+    await call('PATCH', `${h.api.base}/clusters/${id}`, { body: { api_vips: [{ ip: '192.168.127.241' }] } });
+    await eventually(async () => (await synced())?.reason === 'ChangedOutsideOperator', 30000, 'drift reported');
+    expect((await synced())!.message).toContain('api_vips (Landfall "192.168.127.241", spec "192.168.127.240")');
+    expect((await call('GET', `${h.api.base}/clusters/${id}`)).body.api_vips.map((v: any) => v.ip)).toEqual(['192.168.127.241']);
+  });
+
+  it('deleting the resources deletes the Landfall clusters and infra-env (finalizers)', async () => {
+    fleetStop.abort();
+    const bad = (await get(RT.agentClusterInstall, 'ztp-bad', 'edge-2'))!.status.landfall.clusterID;
+    for (const [ns, name] of [[NS, 'edge-1'], ['ztp-bad', 'edge-2']] as const) {
+      await kube.delete(RT.infraEnv, ns, name);
+      await kube.delete(RT.agentClusterInstall, ns, name);
+      await kube.delete(RT.clusterDeployment, ns, name);
+    }
+    await eventually(async () => !(await get(RT.clusterDeployment, NS, 'edge-1')) && !(await get(RT.infraEnv, NS, 'edge-1')) && !(await get(RT.clusterDeployment, 'ztp-bad', 'edge-2')), 60000, 'resources gone');
+    expect((await call('GET', `${h.api.base}/clusters/${clusterId}`)).status).toBe(404);
+    expect((await call('GET', `${h.api.base}/clusters/${bad}`)).status).toBe(404);
+    expect((await call('GET', `${h.api.base}/infra-envs/${infraEnvId}`)).status).toBe(404);
+    expect(await get(RT.secret, NS, 'edge-1-admin-kubeconfig')).toBeUndefined();
+    await eventually(async () => (await kube.list(RT.agent, NS)).items.length === 0, 30000, 'agents gone');
+  });
+});
