@@ -161,13 +161,21 @@ async function publishCredentials(ctx: OperatorContext, cd: KubeObject, cluster:
     const kubeconfig = await ctx.landfall.kubeconfig(cluster.id);
     await createOrReplaceSecret(ctx, ns, { metadata: { name: kcName, labels, ownerReferences: owner }, type: 'Opaque', data: { kubeconfig: Buffer.from(kubeconfig).toString('base64') } });
   }
-  if (!(await ctx.kube.find(RT.secret, ns, pwName))) {
-    const cred = await ctx.landfall.credentials(cluster.id);
-    await createOrReplaceSecret(ctx, ns, { metadata: { name: pwName, labels, ownerReferences: owner }, type: 'Opaque', data: { username: Buffer.from(cred.username).toString('base64'), password: Buffer.from(cred.password).toString('base64') } });
+  // A kubeadm cluster has no kubeadmin password: Landfall answers 409 and there is no such Secret.
+  let password = Boolean(await ctx.kube.find(RT.secret, ns, pwName));
+  if (!password) {
+    const cred = await ctx.landfall.credentials(cluster.id).catch((err: unknown) => {
+      if (err instanceof LandfallError && err.status === 409) return undefined;
+      throw err;
+    });
+    if (cred) {
+      await createOrReplaceSecret(ctx, ns, { metadata: { name: pwName, labels, ownerReferences: owner }, type: 'Opaque', data: { username: Buffer.from(cred.username).toString('base64'), password: Buffer.from(cred.password).toString('base64') } });
+      password = true;
+    }
   }
   if (cd.spec?.installed !== true || cd.spec?.clusterMetadata?.clusterID !== cluster.id) {
     await ctx.kube.mergePatch(RT.clusterDeployment, ns, cd.metadata.name, {
-      spec: { installed: true, clusterMetadata: { clusterID: cluster.id, infraID: cluster.id, adminKubeconfigSecretRef: { name: kcName }, adminPasswordSecretRef: { name: pwName } } },
+      spec: { installed: true, clusterMetadata: { clusterID: cluster.id, infraID: cluster.id, adminKubeconfigSecretRef: { name: kcName }, ...(password ? { adminPasswordSecretRef: { name: pwName } } : {}) } },
     });
   }
   if (!cd.status?.installedTimestamp) {

@@ -131,6 +131,8 @@ async function deprovision(ctx: OperatorContext, ie: KubeObject): Promise<void> 
   if (!(ie.metadata.finalizers ?? []).includes(FINALIZER.infraEnv)) return;
   const id = await findInfraEnvId(ctx, ie);
   if (id) {
+    // Landfall keeps an infra-env that still has hosts (409): they go first.
+    for (const h of await ctx.landfall.listHosts(id).catch((err: unknown) => (isLandfallNotFound(err) ? [] : Promise.reject(err)))) await ctx.landfall.deleteHost(id, h.id);
     await ctx.landfall.deleteInfraEnv(id);
     ctx.log.info({ resource: key(ie), infraEnvId: id }, 'infra-env deleted');
   }

@@ -31,7 +31,7 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services)).toEqual(
       expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'minio', 'landfall-api', 'landfall-worker']),
     );
-    expect(landfall.map(([n]) => n).sort()).toEqual(['landfall-api', 'landfall-worker']);
+    expect(landfall.map(([n]) => n).sort()).toEqual(['landfall-api', 'landfall-operator', 'landfall-worker']);
     expect(services.temporal!.environment!.DB).toMatch(/^postgres/);
   });
 
@@ -41,7 +41,15 @@ describe('docker-compose.yml', () => {
     expect(unknown).toEqual([]);
   });
 
-  it.each(landfall.map(([n]) => n))('%s sets every variable production requires, with values the config accepts', (name) => {
+  it('landfall-operator drives the API service of this file, with a kubeconfig mounted where it reads it', () => {
+    const op = services['landfall-operator'] as Service & { volumes?: string[] };
+    const env = Object.fromEntries(Object.entries(op.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+    const cfg = parseConfig(env);
+    expect(Object.keys(services)).toContain(new URL(cfg.operator.landfallUrl).hostname);
+    expect(op.volumes?.some((v) => v.endsWith(`:${env.OPERATOR_KUBECONFIG}:ro`))).toBe(true);
+  });
+
+  it.each(landfall.map(([n]) => n).filter((n) => n !== 'landfall-operator'))('%s sets every variable production requires, with values the config accepts', (name) => {
     const env = Object.fromEntries(Object.entries(services[name]!.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
     for (const required of PRODUCTION_REQUIRED_ENV) expect(env).toHaveProperty(required);
     const cfg = parseConfig(env);
