@@ -59,8 +59,40 @@ describe('GET /v2/events/stream', () => {
     expect(resumed.every((e) => e.data.cluster_id === c.id)).toBe(true);
   });
 
-  it('needs a cluster or infra-env the caller can see', async () => {
-    expect((await call('GET', `${h.base}/events/stream`)).status).toBe(400);
+  it('needs a cluster or infra-env the caller can see; only an administrator may follow everything', async () => {
     expect((await call('GET', `${h.base}/events/stream?cluster_id=00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+    expect((await call('GET', `${h.base}/events/stream?cluster_id=00000000-0000-4000-8000-000000000000&after=soon`)).status).toBe(400);
+    const local = await startApiHarness({ authType: 'local' });
+    try {
+      const token = local.signer.sign({ use: 'user', sub: 'alice' });
+      const r = await call('GET', `${local.base}/events/stream`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(400);
+      expect(r.body.reason).toMatch(/cluster_id or infra_env_id is required \(only an administrator may follow every event\)/);
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('an administrator follows every event from now on (after=latest), woken by PostgreSQL NOTIFY rather than the poll', async () => {
+    const before = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-all-a', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    const delays: number[] = [];
+    let sentAt = 0;
+    const stream = readStream(`${h.base}/events/stream?after=latest`, {}, (ev) => {
+      if (ev.length && ev.at(-1)!.name === 'cluster_updated' && sentAt) delays.push(Date.now() - sentAt);
+      return ev.filter((e) => e.name === 'cluster_updated').length >= 5;
+    }, 30000);
+    await new Promise((r) => setTimeout(r, 300));
+    const other = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-all-b', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    for (let i = 0; i < 5; i++) {
+      // Spaced so each change waits in a fresh poll interval: a stream that only polled (every 1 s) would average 500 ms.
+      await new Promise((r) => setTimeout(r, 1100));
+      sentAt = Date.now();
+      await call('PATCH', `${h.base}/clusters/${before.id}`, { body: { base_dns_domain: `example${i}.com` } });
+    }
+    const events = await stream;
+    expect(events.some((e) => e.data.cluster_id === other.id && e.name === 'cluster_registration_succeeded')).toBe(true);
+    expect(events.some((e) => e.data.cluster_id === before.id && e.name === 'cluster_registration_succeeded')).toBe(false);
+    delays.sort((a, b) => a - b);
+    expect(delays[2]).toBeLessThan(300);
   });
 });
