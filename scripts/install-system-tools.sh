@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: real network checks between simulated hosts
-# (ping, arping inside network namespaces), promtool (checks /metrics) and xorriso, which builds the small
+# (ping, arping inside network namespaces), promtool and prometheus (check /metrics, the alert rules and the
+# Grafana board's queries against a real Prometheus) and xorriso, which builds the small
 # synthetic live ISO of the discovery-image tests, tmux (the CLI's progress
 # bars are captured from a real terminal), chromium (the web UI's browser
 # tests drive Debian's headless Chromium through playwright-core) and

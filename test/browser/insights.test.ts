@@ -8,14 +8,14 @@
  * per cluster (install reports, events), never read back from the insights
  * code; then the page shows them in Debian's headless Chromium.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { call, PULL_SECRET, startApiHarness } from '../support/api-harness';
 import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness, type ReadyCluster } from '../support/install-harness';
-import { eventually } from '../support/services';
-import { repoRoot } from '../../src/dev/process-utils';
+import { eventually, tempDir } from '../support/services';
+import { freePort, repoRoot } from '../../src/dev/process-utils';
 import { webUiDir } from '../../src/api/web-ui';
 
 const SHOTS = path.join(repoRoot(), 'test-artifacts', 'screenshots');
@@ -42,6 +42,21 @@ const ratio = (a: number, b: number) => (b ? Math.round((a / b) * 10000) / 10000
 
 let h: InstallHarness;
 let browser: Browser;
+/** A real Prometheus (Debian's, beside promtool) scraping the API's /metrics through the installs, with the alert rules loaded. */
+let prometheus: { proc: ChildProcess; url: string } | undefined;
+
+async function startPrometheus(apiUrl: string): Promise<{ proc: ChildProcess; url: string }> {
+  const dir = tempDir('prometheus');
+  const port = await freePort();
+  writeFileSync(
+    path.join(dir, 'prometheus.yml'),
+    JSON.stringify({ global: { scrape_interval: '1s', evaluation_interval: '1s' }, rule_files: [path.join(repoRoot(), 'deploy/prometheus/landfall-rules.yml')], scrape_configs: [{ job_name: 'landfall', static_configs: [{ targets: [new URL(apiUrl).host] }] }] }),
+  );
+  const proc = spawn('prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok, 30000, 'prometheus ready');
+  return { proc, url };
+}
 let from: Date;
 let to: Date;
 const clusters: Record<string, ReadyCluster> = {};
@@ -52,6 +67,7 @@ beforeAll(async () => {
   }
   mkdirSync(SHOTS, { recursive: true });
   [h, browser] = await Promise.all([startInstallHarness(), chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] })]);
+  prometheus = await startPrometheus(h.api.url);
   from = new Date(Date.now() - 1000);
 
   const okCluster = async () => {
@@ -91,6 +107,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(Object.values(clusters).map((c) => c.report()));
+  prometheus?.proc.kill('SIGTERM');
   await browser?.close();
   await h?.stop();
 });
@@ -217,6 +234,44 @@ describe('insights after seeded installs with known outcomes', () => {
       await context.close();
     }
     expect(errors).toEqual([]);
+  });
+});
+
+describe('the Grafana board and alert rules on a real Prometheus scraping the installs', () => {
+  const query = async (q: string) => {
+    const res = await fetch(`${prometheus!.url}/api/v1/query?query=${encodeURIComponent(q)}`);
+    const body = (await res.json()) as { status: string; error?: string; data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } };
+    return { q, status: body.status, error: body.error, result: body.data?.result ?? [] };
+  };
+
+  it('evaluates every dashboard query, and the install panels show the seeded installs', async () => {
+    // The installs' last state is scraped (one scrape a second).
+    await eventually(async () => (await query('sum(landfall_installs_total{outcome="succeeded"})')).result[0]?.value[1] === '2', 30000, 'prometheus to scrape the two installed clusters');
+    const dash = JSON.parse(readFileSync(path.join(repoRoot(), 'deploy/grafana/landfall.json'), 'utf8')) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
+    const byPanel = new Map<string, Awaited<ReturnType<typeof query>>[]>();
+    for (const p of dash.panels) {
+      for (const t of p.targets ?? []) {
+        const r = await query(t.expr.replace(/\$__rate_interval|\$__interval/g, '1m').replace(/\$__range/g, '1h'));
+        expect([p.title, r.status, r.error]).toEqual([p.title, 'success', undefined]);
+        byPanel.set(p.title, [...(byPanel.get(p.title) ?? []), r]);
+      }
+    }
+    const nonEmpty = (title: string) => expect([title, byPanel.get(title)!.some((r) => r.result.length > 0)]).toEqual([title, true]);
+    for (const title of ['Installs started', 'Install failures', 'Installs per hour by outcome', 'Failures by stage', 'Installs by release', 'Hosts by status', 'Most frequent failing validations', 'Install stage duration p50 / p95', 'Installed at the first attempt']) nonEmpty(title);
+    expect(byPanel.get('Failures by stage')![0]!.result.map((x) => x.metric.failing_stage)).toContain('Writing image to disk');
+    expect(new Set(byPanel.get('Installs by release')![0]!.result.map((x) => x.metric.release))).toEqual(new Set(SEEDED.map((x) => x.release)));
+    // The metric counts install attempts, not host retries: both installed clusters installed at attempt 1.
+    expect(Number(byPanel.get('Installed at the first attempt')![0]!.result[0]!.value[1])).toBe(1);
+  });
+
+  it('loads the alert rules without errors', async () => {
+    const body = (await (await fetch(`${prometheus!.url}/api/v1/rules`)).json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> } };
+    const rules = body.data.groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThanOrEqual(6);
+    await eventually(async () => {
+      const b = (await (await fetch(`${prometheus!.url}/api/v1/rules`)).json()) as typeof body;
+      return b.data.groups.flatMap((g) => g.rules).every((r) => r.health === 'ok');
+    }, 15000, 'every rule evaluated with health ok');
   });
 });
 

@@ -84,7 +84,7 @@ function Report({ r }: { r: Insights }) {
   return (
     <>
       <div className="kpis">
-        <Kpi testId="kpi-installs" label="Installs started" value={String(r.installs.attempts_started)} detail={`${r.installs.clusters} clusters · ${r.installs.installed} installed · ${r.installs.failed} failed · ${r.installs.in_progress} running`} />
+        <Kpi testId="kpi-installs" label="Installs started" value={String(r.installs.attempts_started)} detail={`${r.installs.clusters} clusters · ${r.installs.installed} installed · ${r.installs.failed} failed · ${r.installs.cancelled} cancelled · ${r.installs.in_progress} running`} />
         <Kpi testId="kpi-first-attempt" label="First-attempt success" value={percent(r.first_attempt.success_rate)} tone={rateTone(r.first_attempt.success_rate)} detail={`${r.first_attempt.succeeded} of ${r.first_attempt.concluded} clusters, no host retried`} />
         <Kpi testId="kpi-eventual" label="Eventual success" value={percent(r.eventual.success_rate)} tone={rateTone(r.eventual.success_rate)} detail={`${r.eventual.succeeded} of ${r.eventual.concluded} clusters installed in the end`} />
         <Kpi testId="kpi-failures" label="Failures" value={String(r.failures.total)} tone={r.failures.total ? 'bad' : undefined} detail={`${r.installs.host_retries} host retries`} />
