@@ -4,10 +4,16 @@
  * production. The replay runs in `landfall replay` (plain node): jest's module
  * registry loads protobufjs twice, which the SDK's history decoding rejects.
  * Refresh the fixtures with SAVE_HISTORY=1: install-cluster-3-2.json from the
- * end-to-end install (test/integration/install.test.ts, a run from before the
- * handler lock, so it replays the unpatched path), the others from the
+ * end-to-end install (test/integration/install.test.ts), the others from the
  * time-skipping workflow tests (test/workflow/install-cluster.test.ts), one
- * per path.
+ * per path. Two are runs of the code from before the handler lock, which
+ * replay the unpatched path: install-cluster-3-2.json and
+ * install-cluster-pre-lock-retry-two-hosts.json (commit 6861c51's workflow, not
+ * refreshable: two retries at once, their activities side by side and the loop
+ * failing the cluster again mid-retry, which left that install in error with
+ * every host installed).
+ * Refreshing 3-2 with SAVE_HISTORY turns it into a patched run; keep a
+ * pre-lock copy under another name if you do.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -50,10 +56,10 @@ function marked(file: string): boolean {
 }
 
 describe('workflow replay', () => {
-  it('has a saved history for every path, and one from before the handler lock', () => {
-    expect(files).toEqual(expect.arrayContaining(['install-cluster-3-2.json', ...PATHS.map((p) => `install-cluster-${p}.json`)]));
-    // The old run has no patch marker (replays without the lock); the new ones have it.
-    expect(marked('install-cluster-3-2.json')).toBe(false);
+  it('has a saved history for every path, and runs from before the handler lock', () => {
+    expect(files).toEqual(expect.arrayContaining(['install-cluster-pre-lock-retry-two-hosts.json', ...PATHS.map((p) => `install-cluster-${p}.json`)]));
+    // The old runs have no patch marker (they replay without the lock); the new ones have it.
+    expect(marked('install-cluster-pre-lock-retry-two-hosts.json')).toBe(false);
     expect(PATHS.filter((p) => !marked(`install-cluster-${p}.json`))).toEqual([]);
   });
 
