@@ -38,6 +38,7 @@ const PATHS = [
   'reset-finalizing',
   'retry-same-host',
   'retry-two-hosts',
+  'reset-during-retry',
   'continue-as-new',
 ];
 
