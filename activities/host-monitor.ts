@@ -2,6 +2,7 @@ import type { HostRow } from '../src/db/rows';
 import type { ServiceContext } from '../src/services/context';
 import { refreshCluster, refreshUnboundHost } from '../src/services/refresh-service';
 import { expireLogCollection } from '../src/services/logs-service';
+import { deliverAllPending } from '../src/services/report-delivery';
 
 const WATCHED = ['discovering', 'known', 'insufficient', 'pending-for-input', 'preparing-for-installation', 'preparing-successful'];
 
@@ -12,7 +13,7 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
      * the state machine marks them disconnected. Idempotent: a second run
      * finds them already disconnected and does nothing.
      */
-    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number }> {
+    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number; reportsDelivered: number }> {
       const cutoff = new Date(ctx.now().getTime() - ctx.lifecycle.disconnectTimeoutMs);
       const silent = await ctx.db<HostRow>('hosts').whereIn('status', WATCHED).andWhere((w) => w.where('checked_in_at', '<', cutoff).orWhereNull('checked_in_at')).select('id', 'infra_env_id', 'cluster_id');
       const clusters = [...new Set(silent.map((h) => h.cluster_id).filter((c): c is string => Boolean(c)))];
@@ -27,7 +28,9 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
       const disconnected = ids.length ? Number((await ctx.db('hosts').whereIn('id', ids).where({ status: 'disconnected' }).count('* as n'))[0]!.n) : 0;
       // Log collections that ran out of time are a monitor's job too: nothing else looks at a silent agent.
       const logs = await expireLogCollection(ctx);
-      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters };
+      // And install reports whose signal failed with nobody asking since (no agent request about that host).
+      const reports = await deliverAllPending(ctx);
+      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters, reportsDelivered: reports.delivered };
     },
   };
 }

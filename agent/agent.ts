@@ -220,7 +220,8 @@ export class HostAgent {
         return r.json<Array<{ name: string }>>().map((o) => o.name);
       },
       reportComponent: async (clusterId: string, name: string, status: string) => {
-        await this.client.request('PUT', `/clusters/${clusterId}/monitored-operators`, { name, version: '', status, status_info: '' }, signal);
+        // A report like any other: through the outbox, kept until the service takes it.
+        await this.outbox(signal).post({ kind: 'operator', method: 'PUT', path: `/clusters/${clusterId}/monitored-operators`, body: { name, version: '', status, status_info: '' } });
       },
       uploadLogs: async (tgz: Buffer, meta: Record<string, unknown>) => {
         const cluster = String(meta.cluster_id ?? '');
@@ -250,13 +251,18 @@ export class HostAgent {
         }
         const started = this.now();
         const result = await runStep(step, ctx, signal);
+        // Stopped with the agent (the run's signal): not finished; the next run of this agent reports it.
+        const cutShort = signal.aborted && step.step_type === 'install';
         this.remember(`step ${step.step_type} ${step.step_id}: exit ${result.exit_code} after ${this.now() - started} ms${result.error ? `: ${result.error.slice(0, 200)}` : ''}`);
         if (this.isDuplicate(step.step_type, result.exit_code, result.output)) {
           this.stats.repliesSkipped++;
           return;
         }
         // Through the outbox: a reply the service cannot take now is sent again until it is (the step id keys it).
+        if (cutShort) return;
         const { answer: r } = await this.outbox(signal).post({ kind: 'reply', method: 'POST', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, body: { step_type: step.step_type, step_id: step.step_id, ...result } });
+        // Its reply is in the outbox (on disk): the step is over for this agent.
+        if (step.step_type === 'install') this.startedSteps.finish(step.step_id);
         if (r?.status === 204) this.stats.replies++;
         else if (r) {
           this.replyCache.delete(step.step_type);
@@ -273,8 +279,25 @@ export class HostAgent {
     return this.cfg.pollIntervalSeconds ?? steps.next_instruction_seconds ?? 60;
   }
 
+  /**
+   * An install step an earlier run of this agent started and never finished
+   * was cut short by the agent stopping (killed, crashed, restarted) while the
+   * host stayed up: the disk may be half-written. It is not run again (the
+   * service's resend, if any, finds it claimed); its failure is reported with
+   * the reason, so the host shows why and a retry (a new step id) installs it.
+   */
+  private async reportInterruptedInstalls(signal: AbortSignal): Promise<void> {
+    for (const stepId of this.startedSteps.interrupted()) {
+      const error = `the agent stopped while running install step ${stepId} (the agent process was killed or crashed; the host did not reboot) and does not run a step twice: the disk may be half-written; retry the host to install it again`;
+      this.log.warn('an install step was cut short by an agent restart; reporting it failed', { step: stepId });
+      await this.outbox(signal).post({ kind: 'reply', method: 'POST', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, body: { step_type: 'install', step_id: stepId, exit_code: 1, output: '', error } });
+      this.startedSteps.finish(stepId);
+    }
+  }
+
   async run(signal: AbortSignal): Promise<void> {
     if (!(await this.register(signal))) return;
+    await this.reportInterruptedInstalls(signal);
     let failures = 0;
     while (!signal.aborted) {
       const wait = await this.pollOnce(signal);

@@ -7,6 +7,7 @@
  * namespace it made.
  */
 import { setMaxListeners } from 'node:events';
+import path from 'node:path';
 import { Agent as HttpAgent } from 'undici';
 import { HostAgent, type AgentLog } from './agent';
 import { AGENT_VERSION, type AgentConfig } from './config';
@@ -32,6 +33,12 @@ export interface FleetOptions {
   network?: SimulatedNetwork;
   /** A day-2 fleet in its own process: the running cluster's nodes (simulated elsewhere) answer on the simulated network. */
   joinsRunningCluster?: boolean;
+  /**
+   * Each host keeps its outbox and started-steps ledger under <stateDir>/<host id>, as a real
+   * agent does under /var/lib/landfall-agent: a fleet process killed and started again (same
+   * infra-env and seed, so the same host ids) resumes as restarted agents on hosts that stayed up.
+   */
+  stateDir?: string;
   /** Spread the start of the hosts over this many seconds (a fleet does not boot in one instant). */
   rampSeconds?: number;
   onProgress?: (line: string) => void;
@@ -107,7 +114,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
       const identity = { ...ident, ip: topology ? topology.hosts[i]!.ip : ident.ip, hostname: `${profile.name}-${first + i}` };
       const executor = topology ? new NetnsExecutor(profile, identity, network, topology.hosts[i]!.ns) : new SimulatedExecutor(profile, identity, network);
       if (topology && profile.link?.isolated) await topology.cut(i);
-      const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds };
+      const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds, ...(o.stateDir ? { outboxDir: path.join(o.stateDir, identity.id) } : {}) };
       agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60 }));
       report.hosts.push({ id: identity.id, profile: profile.name, hostname: identity.hostname, ip: identity.ip });
     }

@@ -8,6 +8,14 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database';
 
+/**
+ * The series each process keeps for itself (its resources, durations it
+ * observed): with several API processes these are summed across them, as a
+ * PromQL sum() over the scraped replicas would. Every other series is read
+ * from PostgreSQL and is the same from any process.
+ */
+export const PROCESS_LOCAL_METRICS: readonly string[] = ['landfall_process_resident_memory_bytes', 'landfall_process_cpu_seconds_total', 'landfall_host_install_stage_duration_seconds', 'landfall_host_registration_to_known_seconds'];
+
 export interface MetricsPort {
   stageDuration(stage: string, role: string, seconds: number): void;
   registrationToKnown(seconds: number): void;

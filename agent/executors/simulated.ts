@@ -267,7 +267,12 @@ export class SimulatedExecutor implements Executor {
         const status = await io.clusterStatus().catch(() => undefined);
         if (status === 'finalizing' || status === 'installed') {
           if (status === 'finalizing') {
-            const operators = await io.monitoredOperators();
+            // The service may be away for a moment (a restart): a controller asks again rather than give up.
+            const operators = await io.monitoredOperators().catch(() => undefined);
+            if (!operators) {
+              await sleep(500, stop);
+              continue;
+            }
             for (const c of operators) await io.reportComponent(c, 'available');
             this.note(`controller: reported ${operators.join(', ') || 'no operators'} available`);
           }

@@ -1,6 +1,10 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, ERROR_STATUS } from '../errors';
 import type { Logger } from '../logger';
+import { unavailableDependency } from './dependency-errors';
+
+/** Seconds a client is told to wait before trying again while a dependency is away. */
+const RETRY_AFTER_SECONDS = 5;
 
 /**
  * The error body of the assisted-service API (kind, id, href, code, reason), so
@@ -59,6 +63,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     const log = (req as { log?: Logger }).log ?? logger;
+    const away = unavailableDependency(err);
+    if (away) {
+      // A dependency restarting is an outage to wait out, not a bug: 503 and when to come back.
+      log.warn({ dependency: away, err: (err as Error)?.message?.split('\n')[0] }, 'dependency unavailable');
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      res.status(ERROR_STATUS.dependency_unavailable).json(errorBody(503, `${away === 'a dependency' ? 'a dependency of the service' : away} is unavailable; try again shortly`));
+      return;
+    }
     log.error({ err }, 'unhandled error');
     res.status(ERROR_STATUS.internal).json(errorBody(500, 'internal error; see the service log for this request id'));
   };

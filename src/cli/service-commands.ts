@@ -141,7 +141,8 @@ export function registerServiceCommands(program: Command): void {
     .option('--netns', 'give each host its own network namespace (root)')
     .option('--first-index <n>', 'index of the first host (addresses and names): a second fleet on the same simulated network starts after the first', (v) => Number(v), 0)
     .option('--joins-running-cluster', 'day 2: the hosts join a running cluster whose nodes another fleet simulated; those nodes answer their connectivity checks')
-    .action(async (o: { infraEnv: string; url: string; token?: string; count: number; profiles: string; durationSeconds: number; pollSeconds?: number; netns?: boolean; firstIndex: number; joinsRunningCluster?: boolean }) => {
+    .option('--state-dir <dir>', "keep each host's outbox and started install steps under <dir>/<host id>, so a restarted fleet resumes as restarted agents")
+    .action(async (o: { infraEnv: string; url: string; token?: string; count: number; profiles: string; durationSeconds: number; pollSeconds?: number; netns?: boolean; firstIndex: number; joinsRunningCluster?: boolean; stateDir?: string }) => {
       const { runFleet } = await import('../../agent/fleet');
       const abort = new AbortController();
       process.once('SIGINT', () => abort.abort());
@@ -159,6 +160,7 @@ export function registerServiceCommands(program: Command): void {
           netns: Boolean(o.netns),
           firstIndex: o.firstIndex,
           joinsRunningCluster: Boolean(o.joinsRunningCluster),
+          stateDir: o.stateDir,
           onProgress: (line) => process.stderr.write(line + '\n'),
         },
         abort.signal,

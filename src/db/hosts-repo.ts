@@ -62,7 +62,7 @@ export function createHostsRepo(db: Knex) {
      * query when it is empty. Only the status leaves the database, never the
      * row (its inventory is ~10 KB). Undefined when the host does not exist.
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends } | undefined> {
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends; reportPending: boolean } | undefined> {
       const values: Record<string, unknown> = { checked_in_at: new Date() };
       if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
       if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
@@ -70,8 +70,9 @@ export function createHostsRepo(db: Knex) {
         `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due`,
         [resendBefore],
       );
-      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean }>;
-      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {} } : undefined;
+      const pending = q.raw('(report_pending is not null) as report_pending');
+      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string, pending as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean }>;
+      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending } : undefined;
     },
     /** Records the repeating steps just handed out (merged into what the row holds). */
     async recordStepSends(k: HostKey, sent: StepSends, q: Q = db): Promise<void> {

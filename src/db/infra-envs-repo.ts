@@ -19,6 +19,18 @@ export function createInfraEnvsRepo(db: Knex) {
       if (filter.clusterId !== undefined) query.where({ cluster_id: filter.clusterId });
       return query;
     },
+    /**
+     * The infra-env's discovery-image agent token: the kept one while `fresh`
+     * says so, else a new one from `mint`, written with compare-and-swap so
+     * that processes replacing it at once all end up with the one that won.
+     */
+    async discoveryAgentToken(id: string, mint: () => string, fresh: (token: string) => boolean, q: Q = db): Promise<string> {
+      const read = async () => ((await q('infra_envs').where({ id }).first('discovery_agent_token')) as { discovery_agent_token: string | null } | undefined)?.discovery_agent_token ?? null;
+      const kept = await read();
+      if (kept && fresh(kept)) return kept;
+      await q('infra_envs').where({ id }).andWhere((w) => (kept === null ? w.whereNull('discovery_agent_token') : w.where({ discovery_agent_token: kept }))).update({ discovery_agent_token: mint() });
+      return (await read()) ?? mint();
+    },
     async idsBoundTo(clusterId: string, q: Q = db): Promise<string[]> {
       return t(q).where({ cluster_id: clusterId }).pluck('id');
     },

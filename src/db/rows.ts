@@ -12,6 +12,8 @@ export interface ClusterRow {
   pull_secret: string | null;
   install_attempt: number;
   doc: Doc;
+  /** The controller's verdict the install workflow has not been told yet (services/report-delivery.ts). */
+  components_pending?: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -45,6 +47,8 @@ export interface HostRow {
   discovery_agent_version: string | null;
   /** What repeating discovery steps went out last, and when (agent-service.ts). */
   step_sends?: Record<string, { d: string; at: number }>;
+  /** The report the install workflow has not been told yet (services/report-delivery.ts). */
+  report_pending?: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -62,6 +66,8 @@ export interface StepRow {
   error: string | null;
   created_at: Date;
   sent_at: Date | null;
+  /** How many times the step was handed out (first send and resends). */
+  attempts: number;
   replied_at: Date | null;
 }
 

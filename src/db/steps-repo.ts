@@ -28,7 +28,7 @@ export function createStepsRepo(db: Knex) {
       return t(q)
         .where({ infra_env_id: k.infraEnvId, host_id: k.hostId })
         .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff).andWhere((i) => i.whereNot({ step_type: 'install' }).orWhereRaw(INSTALL_NOT_STARTED))))
-        .update({ state: 'sent', sent_at: new Date() })
+        .update({ state: 'sent', sent_at: new Date(), attempts: db.raw('attempts + 1') as unknown as number })
         .returning('*');
     },
     async recordReply(k: HostKey, stepId: string, reply: { exit_code: number; output: string; error: string }, q: Q = db): Promise<StepRow | undefined> {
@@ -42,9 +42,11 @@ export function createStepsRepo(db: Knex) {
     async latestOfType(k: HostKey, stepType: string, q: Q = db): Promise<StepRow | undefined> {
       return (await t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_type: stepType }).orderBy('seq', 'desc').first()) as StepRow | undefined;
     },
-    /** Closes the host's unanswered steps of a type (its install finished; no reply will come). */
-    async closeSent(k: HostKey, stepType: string, q: Q = db): Promise<number> {
-      return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_type: stepType, state: 'sent' }).update({ state: 'closed' as StepRow['state'], replied_at: new Date() });
+    /** Closes the host's unanswered steps, of one type or all (its install finished; no reply will come). */
+    async closeSent(k: HostKey, stepType: string | undefined, q: Q = db): Promise<number> {
+      return t(q)
+        .where({ infra_env_id: k.infraEnvId, host_id: k.hostId, state: 'sent', ...(stepType ? { step_type: stepType } : {}) })
+        .update({ state: 'closed' as StepRow['state'], replied_at: new Date() });
     },
     list(k: HostKey, q: Q = db): Promise<StepRow[]> {
       return t(q).where({ infra_env_id: k.infraEnvId, host_id: k.hostId }).orderBy('seq');

@@ -22,17 +22,12 @@ import { refreshForHost } from './refresh-service';
 import { dueNow, stepArgs } from './step-args';
 import type { StepSends } from '../db/hosts-repo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
-import { INSTALL_PHASE_HOST_STATUSES, signalHostReport } from './install-signals';
+import { INSTALL_PHASE_HOST_STATUSES } from './install-signals';
+import { deliverHostReport, keepHostReport, reportTarget } from './report-delivery';
 import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
 import { attachEnrolledBmc, inventoryMacs } from '../bmc/bmc-service';
-import { DAY2_HOST_KIND, isDay2Cluster, isDay2Host, signalDay2HostReport } from './day2-service';
+import { DAY2_HOST_KIND, isDay2Cluster, isDay2Host } from './day2-service';
 import { day2IgnitionKey } from '../install/day2-ignition';
-
-/** A host's install status or stage changed: a day-2 host's own workflow hears of it, else its cluster's install. */
-async function signalReport(ctx: ServiceContext, host: { infraEnvId: string; clusterId: string | null; day2: boolean }, report: { hostId: string; status: string; stage?: string; info?: string }): Promise<void> {
-  if (host.day2) await signalDay2HostReport(ctx, host.infraEnvId, report);
-  else if (host.clusterId) await signalHostReport(ctx, host.clusterId, report);
-}
 
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
@@ -42,11 +37,10 @@ const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h
 export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
-  let reported: { clusterId: string; status: string; day2: boolean } | undefined;
+  const key = { infraEnvId, hostId: body.host_id };
   const registered = await ctx.db.transaction(async (trx) => {
     // Lock order everywhere: cluster, then its hosts.
     const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx) : undefined;
-    const key = { infraEnvId, hostId: body.host_id };
     const existing = await ctx.repos.hosts.getForUpdate(key, trx);
     // New hosts join only a cluster that is not installing; a known host registering again is a fact to record (it rebooted).
     if (!existing && cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
@@ -81,14 +75,18 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
         patch: { step_sends: {}, checked_in_at: ctx.now(), discovery_agent_version: body.discovery_agent_version ?? existing.discovery_agent_version, cluster_id: existing.cluster_id ?? infraEnv.cluster_id },
       });
       host = m.row;
-      if (m.moved && host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(host.status)) reported = { clusterId: host.cluster_id, status: host.status, day2: isDay2Host(host) };
+      if (m.moved && host.cluster_id && INSTALL_PHASE_HOST_STATUSES.includes(host.status)) {
+        const hostCluster = cluster?.id === host.cluster_id ? cluster : await ctx.repos.clusters.get(host.cluster_id, trx);
+        await keepHostReport(trx, key, reportTarget(host, hostCluster), { hostId: body.host_id, status: host.status });
+      }
     }
     // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
     await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
     await refreshForHost(ctx, trx, key, requestId);
     return (await ctx.repos.hosts.get(key, trx))!;
   });
-  if (reported) await signalReport(ctx, { infraEnvId, clusterId: reported.clusterId, day2: reported.day2 }, { hostId: body.host_id, status: reported.status });
+  // This report, or one a failed signal left pending: the workflow is told before the agent hears 201.
+  if (registered.report_pending) await deliverHostReport(ctx, key);
   return registered;
 }
 
@@ -101,6 +99,9 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
     await loadInfraEnv(ctx, p, infraEnvId);
     throw notFound(`host ${hostId}`);
   }
+  // A report whose signal failed (Temporal away, an API process killed after its commit) goes now.
+  // The poll's answer does not depend on it: if Temporal is still away it stays for the next poll.
+  if (host.reportPending) await deliverHostReport(ctx, key).catch(() => undefined);
   if (host.status === 'disconnected') {
     // It polls again: refresh now rather than wait for the monitor, so it comes back at once.
     await ctx.db.transaction(async (trx) => {
@@ -187,8 +188,9 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
   const change = await ctx.db.transaction(async (trx) => {
     const peek = await ctx.repos.hosts.get(key, trx);
     if (!peek) throw notFound(`host ${hostId}`);
-    if (peek.cluster_id) await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx);
+    const cluster = peek.cluster_id ? await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx) : undefined;
     const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
+    const earlier = { pending: Boolean(host.report_pending) };
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
@@ -198,16 +200,18 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       if (reply.step_type === 'install' && INSTALLING.includes(host.status) && (await ctx.repos.steps.latestOfType(key, 'install', trx))?.step_id === reply.step_id) {
         const m = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) }, { requestId });
         // It will not answer this install step again: close it, as a Failed progress report does.
-        if (m.moved) await ctx.repos.steps.closeSent(key, 'install', trx);
-        return { from: host.status, to: m.row.status, clusterId: host.cluster_id, day2: isDay2Host(host) };
+        if (m.moved) {
+          await ctx.repos.steps.closeSent(key, 'install', trx);
+          return { pending: await keepHostReport(trx, key, reportTarget(host, cluster), { hostId, status: m.row.status }) };
+        }
       }
-      return undefined;
+      return earlier;
     }
-    if (!needsJson) return undefined;
+    if (!needsJson) return earlier;
     if (reply.step_type === 'inventory') {
       // The same report as last time is no new fact: nothing to write, nothing to re-validate.
       // (The stored text differs from the report: the service decides disk eligibility in it.)
-      if ((host.doc as Record<string, unknown>).inventory_digest === inventoryDigest && host.inventory) return undefined;
+      if ((host.doc as Record<string, unknown>).inventory_digest === inventoryDigest && host.inventory) return earlier;
       await ctx.repos.hosts.update(key, { inventory: output, doc: { ...host.doc, inventory_digest: inventoryDigest } }, trx);
       // Or it is known by the boot MAC address it was enrolled with.
       await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(output));
@@ -215,7 +219,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       const target = REPLY_FIELD[reply.step_type]!;
       const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
       const doc = host.doc as Record<string, unknown>;
-      if (Object.entries(fields).every(([k, v]) => doc[k] === v) && reply.step_type !== 'installation-disk-speed-check') return undefined;
+      if (Object.entries(fields).every(([k, v]) => doc[k] === v) && reply.step_type !== 'installation-disk-speed-check') return earlier;
       await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
     }
     // New facts: validations and statuses follow in the same transaction.
@@ -223,11 +227,12 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     if (reply.step_type === 'installation-disk-speed-check' && host.status === 'preparing-for-installation') {
       const fresh = (await ctx.repos.hosts.get(key, trx))!;
       const m = await applyHostEvent(ctx, trx, fresh, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true }, { requestId });
-      if (m.transition) return { from: host.status, to: m.row.status, clusterId: host.cluster_id, day2: false };
+      if (m.transition && m.row.status !== host.status) return { pending: await keepHostReport(trx, key, reportTarget(host, cluster), { hostId, status: m.row.status }) };
     }
-    return undefined;
+    return earlier;
   });
-  if (change?.clusterId && change.to !== change.from) await signalReport(ctx, { infraEnvId, clusterId: change.clusterId, day2: change.day2 }, { hostId, status: change.to });
+  // The workflow hears of the change (or of one a failed signal left pending) before the agent hears 204.
+  if (change.pending) await deliverHostReport(ctx, key);
 }
 
 const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
@@ -235,8 +240,10 @@ const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-
 const DAY2_REPORTING = [...INSTALLING, 'added-to-existing-cluster'];
 
 export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, progress: { current_stage: string; progress_info?: string }, requestId?: string): Promise<void> {
-  await loadHost(ctx, p, infraEnvId, hostId);
+  const { host: before } = await loadHost(ctx, p, infraEnvId, hostId);
   const key = { infraEnvId, hostId };
+  // A report a failed signal left pending goes first: the workflow hears this host's reports in order.
+  if (before.report_pending) await deliverHostReport(ctx, key);
   const change = await ctx.db.transaction(async (trx) => {
     const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
     const day2 = isDay2Host(host);
@@ -267,18 +274,18 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     }
     const { row, moved } = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info, day2 }, { patch: { doc }, requestId });
     if (day2 && progress.current_stage === 'Joined' && !sameStage) await ctx.repos.events.add({ name: 'host_joined_cluster', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: 'joined (Joined)' }, requestId }, trx);
-    // A finished host answers its install step no more (it rebooted into the installed system): close it.
-    if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, 'install', trx);
+    // A finished host answers its install step no more (it rebooted into the installed system): close it,
+    // and, once installed, every other step still out (its discovery agent is gone); a failed host is still asked for logs.
+    if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, row.status === 'installed' ? undefined : 'install', trx);
     await ctx.repos.events.add(
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,
     );
-    return { clusterId: host.cluster_id, status: row.status, stageChanged: !sameStage, statusChanged: row.status !== host.status, day2 };
+    // One signal per stage change, never one per report: the install's history stays small.
+    const changed = !sameStage || row.status !== host.status;
+    return { pending: changed && (await keepHostReport(trx, key, reportTarget(host, cluster), { hostId, status: row.status, stage: progress.current_stage, info: progress.progress_info })) };
   });
-  // One signal per stage change, never one per report: the install's history stays small.
-  if (change.clusterId && (change.stageChanged || change.statusChanged)) {
-    await signalReport(ctx, { infraEnvId, clusterId: change.clusterId, day2: change.day2 }, { hostId, status: change.status, stage: progress.current_stage, info: progress.progress_info });
-  }
+  if (change.pending) await deliverHostReport(ctx, key);
 }
 
 /** The host's Ignition, written by the install's prepare activity; 409 until then. */

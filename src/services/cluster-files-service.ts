@@ -11,7 +11,7 @@ import type { ServiceContext } from './context';
 import { loadCluster } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { componentsAvailable, withBuiltinOperators } from '../domain/lifecycle/components';
-import { signalComponents } from './install-signals';
+import { deliverComponents, keepComponents } from './report-delivery';
 
 type Json = Record<string, unknown>;
 
@@ -210,9 +210,11 @@ export async function reportOperator(ctx: ServiceContext, p: Principal, id: stri
     await ctx.repos.clusters.update(id, { doc: { ...c.doc, monitored_operators: ops } }, trx);
     // The controller reports every few seconds; an event only when the status changes keeps the event list readable.
     if (before?.status !== status) await ctx.repos.events.add({ name: 'cluster_operator_report', clusterId: id, props: { operator_name: report.name, operator_status: status }, requestId }, trx);
-    return c.status === 'finalizing' && componentsAvailable(ops);
+    // Kept with the change and then signalled (report-delivery.ts): a signal that fails is sent by the next report or the monitor's sweep.
+    if (c.status === 'finalizing' && componentsAvailable(ops)) return keepComponents(trx, c, { available: true });
+    return Boolean(c.components_pending);
   });
-  if (available) await signalComponents(ctx, id, true);
+  if (available) await deliverComponents(ctx, id);
 }
 
 export async function uploadIngressCert(ctx: ServiceContext, p: Principal, id: string, pem: string): Promise<void> {
@@ -229,6 +231,9 @@ export async function completeInstallation(ctx: ServiceContext, p: Principal, id
   const c = await loadCluster(ctx, p, id);
   await ctx.repos.events.add({ name: 'cluster_completion_reported', clusterId: id, severity: body.is_success ? 'info' : 'error', props: { is_success: body.is_success, error_info: body.error_info ?? '' }, requestId });
   // assisted-service's rule: the controller's verdict ends finalizing, success or not; the workflow writes the status.
-  if (c.status === 'finalizing') await signalComponents(ctx, id, body.is_success, body.is_success ? undefined : body.error_info || 'no error given');
+  if (c.status === 'finalizing') {
+    const verdict = { available: body.is_success, ...(body.is_success ? {} : { detail: body.error_info || 'no error given' }) };
+    if (await ctx.db.transaction((trx) => keepComponents(trx, c, verdict))) await deliverComponents(ctx, id);
+  }
   return c;
 }

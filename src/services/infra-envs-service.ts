@@ -183,6 +183,27 @@ async function signImageToken(ctx: ServiceContext, id: string, doc: Record<strin
 }
 
 /**
+ * The agent token the discovery image carries, kept in PostgreSQL and reused
+ * while it has more than half its life left (the agents' own renewal rule),
+ * then replaced. Every API process, and every download, then embeds the same
+ * bytes: an ECDSA signature differs at each signing, and a download resumed
+ * by Range on another replica must get the same image.
+ */
+async function discoveryAgentToken(ctx: ServiceContext, id: string): Promise<string> {
+  const signer = ctx.signer!;
+  const ttl = ctx.agentTokenTtlSeconds || undefined;
+  const fresh = (token: string) => {
+    try {
+      const c = signer.verify(token, ctx.now().getTime());
+      return ttl ? c.exp !== undefined && c.exp * 1000 - ctx.now().getTime() > (ttl * 1000) / 2 : c.exp === undefined;
+    } catch {
+      return false;
+    }
+  };
+  return ctx.repos.infraEnvs.discoveryAgentToken(id, () => signer.sign({ use: 'agent', infra_env_id: id }, ttl, ctx.now().getTime()), fresh);
+}
+
+/**
  * discovery.ign for this infra-env. With AUTH_TYPE=local it embeds a fresh
  * agent token scoped to this infra-env (the same token the ISO carries).
  */
@@ -192,7 +213,7 @@ export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id
   const config = discoveryIgnition({
     serviceBaseUrl: ctx.baseUrl,
     infraEnvId: id,
-    agentToken: ctx.signer?.sign({ use: 'agent', infra_env_id: id }, ctx.agentTokenTtlSeconds || undefined) ?? '',
+    agentToken: ctx.signer ? await discoveryAgentToken(ctx, id) : '',
     sshAuthorizedKey: (d.ssh_authorized_key as string | undefined) || undefined,
     proxy: d.proxy as { http_proxy?: string; https_proxy?: string; no_proxy?: string } | undefined,
     additionalNtpSources: d.additional_ntp_sources as string | undefined,

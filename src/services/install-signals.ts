@@ -1,13 +1,13 @@
 /**
- * The API's side of the install workflow: start it, signal it when agent
- * reports change a host's status or stage (never once per poll), and ask it to
- * retry a host. A workflow that is not running (an old attempt, a finished
+ * The API's side of the install workflow: start it, signal cancel and reset,
+ * and ask it to retry a host. Agent reports reach it through
+ * report-delivery.ts (kept in PostgreSQL until the signal is taken). A workflow that is not running (an old attempt, a finished
  * install) is not an error for the reporter: the report is stored either way.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ServiceContext } from './context';
 import { TASK_QUEUE, SEARCH_ATTRIBUTES, workflowIds } from '../temporal/names';
-import { clusterComponentsReported, hostInstallReported, installCancelled, installReset, retryHost, type HostReport, type InstallInput } from '../../workflows/install-cluster.messages';
+import { installCancelled, installReset, retryHost, type InstallInput } from '../../workflows/install-cluster.messages';
 import type { installClusterWorkflow } from '../../workflows/install-cluster';
 import type { ClusterRow } from '../db/rows';
 
@@ -39,14 +39,6 @@ async function signal(ctx: ServiceContext, clusterId: string, send: (id: string)
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError) && (err as Error).name !== 'WorkflowNotFoundError') throw err;
   }
-}
-
-export function signalHostReport(ctx: ServiceContext, clusterId: string, report: HostReport): Promise<void> {
-  return signal(ctx, clusterId, (id) => ctx.temporal.workflow.getHandle(id).signal(hostInstallReported, report));
-}
-
-export function signalComponents(ctx: ServiceContext, clusterId: string, available: boolean, detail?: string): Promise<void> {
-  return signal(ctx, clusterId, (id) => ctx.temporal.workflow.getHandle(id).signal(clusterComponentsReported, { available, ...(detail !== undefined ? { detail } : {}) }));
 }
 
 export function signalCancelled(ctx: ServiceContext, clusterId: string): Promise<void> {

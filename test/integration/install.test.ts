@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { getInstallProgress } from '../../workflows/install-cluster.messages';
 import { call } from '../support/api-harness';
+import { scrapeMetrics } from '../support/replicas';
 import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
 
 let h: InstallHarness;
@@ -70,7 +71,7 @@ describe('install orchestration', () => {
       expect(events).toEqual(expect.arrayContaining(['cluster_prepare_installation_started', 'cluster_installation_started', 'cluster_finalizing_started', 'cluster_installation_completed']));
 
       // /metrics: where installs stand, how long stages take, and promtool accepts the exposition.
-      const metrics = (await fetch(`${h.api.url}/metrics`).then((r) => r.text())) as string;
+      const metrics = await scrapeMetrics(h.api);
       expect(metrics).toMatch(/^landfall_installs_total\{outcome="succeeded",release="1\.31",failing_stage=""\} [1-9]/m);
       expect(metrics).toMatch(/^landfall_host_install_stage_duration_seconds_count\{stage="Installing",role="(master|worker|bootstrap)"\} [1-9]/m);
       expect(metrics).toMatch(/^landfall_host_registration_to_known_seconds_count [1-9]/m);
@@ -114,7 +115,7 @@ describe('install orchestration', () => {
       const steps = await h.api.db('host_steps').where({ host_id: bad.id, step_type: 'install' }).pluck('step_id');
       expect(steps.sort()).toEqual(['install-a1', 'install-a1-r1']);
       await waitClusterStatus(h, c.clusterId, ['installed'], 60000);
-      const metrics = (await fetch(`${h.api.url}/metrics`).then((r) => r.text())) as string;
+      const metrics = await scrapeMetrics(h.api);
       expect(metrics).toMatch(/^landfall_installs_total\{outcome="failed",release="1\.31",failing_stage="Writing image to disk"\} 1/m);
     } finally {
       await c.report();

@@ -13,6 +13,7 @@ import { generateEcKeyPair, TokenSigner } from '../../src/auth/jwt';
 import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import { startTestPostgres, tempDir } from './services';
+import { startApiReplicas, testReplicas, type Balancer } from './replicas';
 
 export interface ApiHarness {
   url: string;
@@ -22,6 +23,8 @@ export interface ApiHarness {
   api: RunningApi;
   signer: TokenSigner;
   server: Server;
+  /** With LANDFALL_TEST_REPLICAS=N (N >= 2): the balancer in front of N API processes. */
+  balancer?: Balancer;
   stop(): Promise<void>;
 }
 
@@ -43,7 +46,10 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
     SERVICE_BASE_URL: `http://127.0.0.1:${port}`,
     ...opts.env,
   });
-  const api = await startApi(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'test'));
+  const replicas = testReplicas();
+  // N processes (the production topology) behind a round-robin balancer on the same port, or one in this process.
+  const group = replicas > 1 ? await startApiReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, pg.url.split('/').pop()!) : undefined;
+  const api: RunningApi = group ? { server: group.balancer.server, url: group.balancer.url, close: () => group.close() } : await startApi(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'test'));
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
@@ -51,6 +57,7 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
     db,
     pg,
     api,
+    balancer: group?.balancer,
     server: api.server,
     signer: new TokenSigner({ privateKeyPem: keys.privateKeyPem }),
     async stop() {

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger';
 import { startWorker, type RunningWorker } from '../../src/worker/worker';
 import { call, PULL_SECRET, startApiHarness, type ApiHarness } from './api-harness';
 import { eventually, startTestTemporal, tempDir } from './services';
+import { startWorkerReplicas, testReplicas } from './replicas';
 
 export const FIXTURE_PROFILES = path.resolve(__dirname, '../fixtures/profiles');
 
@@ -27,7 +28,12 @@ export async function startInstallHarness(env: Record<string, string> = {}): Pro
   const objects = tempDir('install-objects');
   const api = await startApiHarness({ env: { TEMPORAL_ADDRESS: temporal.address, STORAGE_LOCAL_DIR: objects, ...env } });
   const cfg = parseConfig({ DATABASE_URL: api.pg.url, TEMPORAL_ADDRESS: temporal.address, STORAGE_LOCAL_DIR: objects, HOST_MONITOR_INTERVAL_MS: '60000', ...env });
-  const worker = await startWorker(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'worker'));
+  const replicas = testReplicas();
+  // N worker processes, or one worker in this process.
+  const worker: RunningWorker =
+    replicas > 1
+      ? await startWorkerReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, api.pg.url.split('/').pop()!)
+      : await startWorker(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'worker'));
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   return {
     api,

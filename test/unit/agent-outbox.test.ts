@@ -93,4 +93,27 @@ describe('install steps an agent started', () => {
     expect(memory.claim('install-a1')).toBe(true);
     expect(StartedSteps.inDir(undefined, 'x').claim('install-a1')).toBe(true);
   });
+
+  it('knows, after a restart, the step an earlier run started and never finished, and journals every run of a step', async () => {
+    const { StartedSteps } = await import('../../agent/started-steps');
+    const { writeFileSync } = await import('node:fs');
+    const dir = tempDir('interrupted');
+    const first = StartedSteps.inDir(dir, 'started-ie');
+    first.claim('install-a1');
+    // Killed while running it: no finish recorded.
+    const restarted = StartedSteps.inDir(dir, 'started-ie');
+    expect(restarted.interrupted()).toEqual(['install-a1']);
+    expect(restarted.claim('install-a1')).toBe(false);
+    restarted.finish('install-a1');
+    expect(StartedSteps.inDir(dir, 'started-ie').interrupted()).toEqual([]);
+    restarted.claim('install-a1-r1');
+    restarted.finish('install-a1-r1');
+    const journal = readFileSync(path.join(dir, 'started-ie.log'), 'utf8').trim().split('\n');
+    expect(journal.map((l) => l.split(' ')[2])).toEqual(['install-a1', 'install-a1-r1']);
+    // A ledger in the first format (ids only, no end recorded) reports nothing as interrupted.
+    writeFileSync(path.join(dir, 'old.json'), JSON.stringify(['install-a1']));
+    const old = StartedSteps.inDir(dir, 'old');
+    expect(old.interrupted()).toEqual([]);
+    expect(old.claim('install-a1')).toBe(false);
+  });
 });
