@@ -15,7 +15,7 @@
  * everything else is the real service.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, type WriteStream } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import { parseConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/database';
@@ -248,6 +248,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const rand = seededRandom(o.seed);
   const between = ([a, b]: [number, number]) => Math.round(a + rand() * (b - a));
   mkdirSync(o.dir, { recursive: true });
+  // Embedded PostgreSQL runs as the postgres user when we are root: it must be able to reach its folder.
+  chmodSync(o.dir, 0o711);
   const stack = new Stack(o.dir, o.log);
   const fleets: Fleet[] = [];
   const kills: KillRecord[] = [];

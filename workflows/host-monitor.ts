@@ -3,6 +3,7 @@ import type { HostMonitorActivities } from '../activities/host-monitor';
 
 const { markSilentHosts } = proxyActivities<HostMonitorActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '15 seconds',
   retry: { maximumAttempts: 3 },
 });
 

@@ -37,6 +37,8 @@ import {
 
 const acts = proxyActivities<InstallActivities>({
   startToCloseTimeout: '2 minutes',
+  // Activities heartbeat as they run (activities/heartbeat.ts): one on a killed worker is retried after this, not after 2 minutes.
+  heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['not_found', 'no_bootstrap_host'] },
 });
 

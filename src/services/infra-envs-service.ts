@@ -204,8 +204,8 @@ async function discoveryAgentToken(ctx: ServiceContext, id: string): Promise<str
 }
 
 /**
- * discovery.ign for this infra-env. With AUTH_TYPE=local it embeds a fresh
- * agent token scoped to this infra-env (the same token the ISO carries).
+ * discovery.ign for this infra-env. With AUTH_TYPE=local it embeds the
+ * infra-env's agent token (the same token the ISO carries).
  */
 export async function discoveryIgnitionFor(ctx: ServiceContext, p: Principal, id: string): Promise<string> {
   const ie = await loadInfraEnv(ctx, p, id);
