@@ -40,6 +40,13 @@ export interface PendingComponents {
   detail?: string;
 }
 
+/**
+ * How long a signal may take before the request gives up on it (the report
+ * stays pending). The client would otherwise retry an unreachable Temporal
+ * for tens of seconds while the agent's request waits.
+ */
+const SIGNAL_DEADLINE_MS = 5000;
+
 const notRunning = (err: unknown) => err instanceof WorkflowNotFoundError || (err as Error)?.name === 'WorkflowNotFoundError';
 
 export function reportTarget(host: Pick<HostRow, 'id' | 'doc'>, cluster: { id: string; install_attempt: number } | undefined): ReportTarget | undefined {
@@ -70,7 +77,7 @@ export async function deliverHostReport(ctx: ServiceContext, key: HostKey): Prom
     if (!pending) return;
     try {
       const handle = ctx.temporal.workflow.getHandle(pending.workflowId);
-      await (pending.signal === 'day2HostReported' ? handle.signal(day2HostReported, pending.report) : handle.signal(hostInstallReported, pending.report));
+      await ctx.temporal.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => (pending.signal === 'day2HostReported' ? handle.signal(day2HostReported, pending.report) : handle.signal(hostInstallReported, pending.report)));
     } catch (err) {
       if (!notRunning(err)) throw err;
     }
@@ -92,7 +99,8 @@ export async function deliverComponents(ctx: ServiceContext, clusterId: string):
     const pending = row?.components_pending;
     if (!pending) return;
     try {
-      await ctx.temporal.workflow.getHandle(pending.workflowId).signal(clusterComponentsReported, { available: pending.available, ...(pending.detail !== undefined ? { detail: pending.detail } : {}) });
+      const handle = ctx.temporal.workflow.getHandle(pending.workflowId);
+      await ctx.temporal.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => handle.signal(clusterComponentsReported, { available: pending.available, ...(pending.detail !== undefined ? { detail: pending.detail } : {}) }));
     } catch (err) {
       if (!notRunning(err)) throw err;
     }
