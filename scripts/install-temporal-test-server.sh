@@ -31,7 +31,12 @@ cat >"$work/pom.xml" <<POM
 POM
 rm -rf "$DIR.tmp"
 mkdir -p "$DIR.tmp"
-mvn -q -B -Dstyle.color=never -f "$work/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$DIR.tmp/lib" >&2
+# Maven's output only when it fails (its quiet mode still prints colour codes).
+if ! mvn -q -B -Dstyle.color=never -f "$work/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$DIR.tmp/lib" >"$work/mvn.log" 2>&1; then
+  cat "$work/mvn.log" >&2
+  echo "setup: Maven could not fetch io.temporal:temporal-test-server:$TEMPORAL_TEST_SERVER_VERSION" >&2
+  exit 1
+fi
 cat >"$DIR.tmp/temporal-test-server" <<'SH'
 #!/bin/sh
 # Runs Temporal's Java test server: temporal-test-server <port> [--enable-time-skipping]
