@@ -17,6 +17,7 @@
  * operator is right to skip). Target: p99 < 1 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { runFleet } from '../agent/fleet';
 import { freePort, repoRoot, stopProcess } from '../src/dev/process-utils';
@@ -61,14 +62,14 @@ async function main(): Promise<void> {
     children.push(op);
 
     // What Landfall recorded: host status changes with their recorded time.
-    const changes: Array<{ host: string; to: string; at: number }> = [];
+    const changes: Array<{ host: string; to: string; at: number; received: number }> = [];
     void (async () => {
       const res = await fetch(`${base}/api/assisted-install/v2/events/stream?after=latest`, { signal: abort.signal, headers: { accept: 'text/event-stream' } });
       for await (const m of parseSse(res.body!, abort.signal)) {
         if (!m.data) continue;
         const e = JSON.parse(m.data) as { name: string; host_id?: string; event_time: string; props?: string };
         if (e.name !== 'host_status_updated' || !e.host_id) continue;
-        changes.push({ host: e.host_id, to: (JSON.parse(e.props ?? '{}') as { new_status: string }).new_status, at: Date.parse(e.event_time) });
+        changes.push({ host: e.host_id, to: (JSON.parse(e.props ?? '{}') as { new_status: string }).new_status, at: Date.parse(e.event_time), received: Date.now() });
       }
     })().catch(() => undefined);
     // What the Agents showed, and when.
@@ -96,23 +97,39 @@ async function main(): Promise<void> {
     await fleet;
     await sleep(3000);
 
+    // A change is carried once the Agent shows the host's current status: the first moment from the
+    // change on when the Agent's state equals Landfall's. A status that lasted a few milliseconds may
+    // be overtaken by the next (the operator reads the current one); a flip there and back is carried
+    // when the host is back to what the Agent already shows.
     const latencies: number[] = [];
     let missed = 0;
     let overtaken = 0;
-    for (let i = 0; i < changes.length; i++) {
-      const c = changes[i]!;
-      const later = new Set(changes.slice(i).filter((x) => x.host === c.host).map((x) => x.to));
-      // The first time the Agent showed this status or a later one of the same host (5 ms of clock slack).
-      const hit = seen.find((s) => s.host === c.host && s.at >= c.at - 5 && later.has(s.state));
-      if (!hit) missed++;
-      else {
-        if (hit.state !== c.to) overtaken++;
-        latencies.push(Math.max(0, hit.at - c.at));
+    const stateAt = <T extends { at: number }>(list: T[], t: number, pick: (x: T) => string): string | undefined => {
+      let v: string | undefined;
+      for (const x of list) if (x.at <= t) v = pick(x);
+      return v;
+    };
+    for (const c of changes) {
+      const mine = changes.filter((x) => x.host === c.host);
+      const shown = seen.filter((x) => x.host === c.host);
+      const times = [c.at, ...shown.map((x) => x.at), ...mine.map((x) => x.at)].filter((t) => t >= c.at).sort((a, b) => a - b);
+      const t = times.find((tt) => stateAt(shown, tt, (x) => x.state) === stateAt(mine, tt, (x) => x.to));
+      if (t === undefined) {
+        missed++;
+        if (process.argv.includes('--verbose')) console.error(`missed: ${c.host} → ${c.to} at ${new Date(c.at).toISOString()}; seen ${JSON.stringify(shown.map((x) => [x.state, new Date(x.at).toISOString()]))}`);
+        continue;
       }
+      if (stateAt(shown, t, (x) => x.state) !== c.to) overtaken++;
+      latencies.push(t - c.at);
+      if (process.argv.includes('--verbose') && t - c.at > 1000) console.error(`slow: ${c.host} → ${c.to} ${t - c.at} ms`);
     }
     latencies.sort((a, b) => a - b);
+    // The first leg alone: recorded → delivered by Landfall's event stream (to this process, as to the operator).
+    const stream = changes.map((c) => c.received - c.at).sort((a, b) => a - b);
+    const sq = (p: number) => stream[Math.min(stream.length - 1, Math.floor((p / 100) * stream.length))] ?? NaN;
+    console.log(`bench: of which Landfall's event stream (recorded → delivered): p50 ${sq(50)} ms, p99 ${sq(99)} ms, max ${stream.at(-1)} ms`);
     const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-    console.log(`bench: ${changes.length} host status changes, ${latencies.length} reached their Agent (${overtaken} as a later status), ${missed} never`);
+    console.log(`bench: ${changes.length} host status changes, ${latencies.length} carried to their Agent (${overtaken} overtaken by a later status), ${missed} never; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
     console.log(`bench: event → Agent status latency p50 ${q(50)} ms, p90 ${q(90)} ms, p99 ${q(99)} ms, max ${latencies.at(-1)} ms (target p99 < 1000 ms: ${q(99) < 1000 && missed === 0 ? 'met' : 'MISSED'})`);
   } finally {
     abort.abort();

@@ -64,7 +64,9 @@ export async function reconcileCluster(ctx: OperatorContext, cdKey: string): Pro
   const id = await findClusterId(ctx, cd);
   if (id) {
     try {
-      cluster = await ctx.landfall.getCluster(id);
+      // Hosts (for the progress Landfall derives from them) only once installing: before, the Agents' statuses say what is needed.
+      const lastState = aci.status?.debugInfo?.state as string | undefined;
+      cluster = await ctx.landfall.getCluster(id, { hosts: lastState !== undefined && !PRE_INSTALL.includes(lastState) });
     } catch (err) {
       if (!isLandfallNotFound(err)) throw err;
       ctx.clusters.drop(cdKey); // deleted through the REST API: made again below, as the resources ask
@@ -104,8 +106,6 @@ export async function reconcileCluster(ctx: OperatorContext, cdKey: string): Pro
     else throw err;
   }
 
-  const hosts: Json[] = cluster?.hosts ?? [];
-  const hostById = new Map(hosts.map((h) => [h.id as string, h]));
   const agents = ctx.cache
     .list(RT.agent, ns)
     .filter((a) => a.spec?.clusterDeploymentName?.name === name && (a.spec.clusterDeploymentName.namespace ?? ns) === ns && !a.metadata.deletionTimestamp);
@@ -115,7 +115,8 @@ export async function reconcileCluster(ctx: OperatorContext, cdKey: string): Pro
     statusInfo: cluster?.status_info,
     failingValidations: failingValidations(cluster?.validations_info),
     requiredAgents: (req.controlPlaneAgents ?? 3) + (req.workerAgents ?? 0) + (req.arbiterAgents ?? 0),
-    agents: agents.map((a) => ({ approved: a.spec?.approved === true, ready: hostById.get(a.metadata.name)?.status === 'known' })),
+    // Readiness as the Agents show it (their reconciles copy each host's status); Landfall's own `ready` check guards the install call.
+    agents: agents.map((a) => ({ approved: a.spec?.approved === true, ready: a.status?.debugInfo?.state === 'known' })),
     holdInstallation: aci.spec?.holdInstallation === true,
     syncError,
     drift,

@@ -10,7 +10,7 @@ import type { LandfallClient } from './landfall-client';
 import type { WorkQueue } from './work-queue';
 import { key as keyOf } from './resources';
 
-export type QueueKind = 'cluster' | 'infraenv' | 'agent';
+export type QueueKind = 'cluster' | 'infraenv' | 'agent' | 'host';
 export const qkey = (kind: QueueKind, key: string) => `${kind}:${key}`;
 
 export class Cache {
@@ -26,8 +26,16 @@ export class Cache {
     for (const k of [...m.keys()]) if (namespace === undefined || k.startsWith(`${namespace}/`)) m.delete(k);
     for (const o of items) m.set(keyOf(o), o);
   }
+  /**
+   * Keeps the newer of two versions: the answer to our own write can come before the watch event of
+   * an earlier one. resourceVersions are opaque, but etcd's are revision numbers, compared as such.
+   */
   put(rt: ResourceType, o: KubeObject): void {
-    this.bucket(rt).set(keyOf(o), o);
+    const m = this.bucket(rt);
+    const have = m.get(keyOf(o))?.metadata.resourceVersion;
+    const next = o.metadata.resourceVersion;
+    if (have && next && /^\d+$/.test(have) && /^\d+$/.test(next) && BigInt(next) < BigInt(have)) return;
+    m.set(keyOf(o), o);
   }
   remove(rt: ResourceType, o: KubeObject): void {
     this.bucket(rt).delete(keyOf(o));
@@ -61,11 +69,40 @@ export class BiIndex {
   }
 }
 
+/**
+ * One queue per kind of reconcile, each with its own workers: a slow cluster reconcile
+ * (a large cluster's answer) never holds up the Agents' status behind it.
+ */
+export class KindQueues {
+  constructor(private readonly queues: Record<QueueKind, WorkQueue>) {}
+  private of(item: string): WorkQueue {
+    return this.queues[item.slice(0, item.indexOf(':')) as QueueKind];
+  }
+  add(item: string): void {
+    this.of(item).add(item);
+  }
+  addAfter(item: string, ms: number): void {
+    this.of(item).addAfter(item, ms);
+  }
+  retry(item: string): void {
+    this.of(item).retry(item);
+  }
+  forget(item: string): void {
+    this.of(item).forget(item);
+  }
+  run(concurrency: Record<QueueKind, number>, handle: (item: string) => Promise<void>): Promise<void> {
+    return Promise.all((Object.keys(this.queues) as QueueKind[]).map((k) => this.queues[k].run(concurrency[k], handle))).then(() => undefined);
+  }
+  stop(): void {
+    for (const q of Object.values(this.queues)) q.stop();
+  }
+}
+
 export interface OperatorContext {
   kube: KubeClient;
   landfall: LandfallClient;
   cache: Cache;
-  queue: WorkQueue;
+  queue: KindQueues;
   /** Landfall cluster id ↔ ClusterDeployment key. */
   clusters: BiIndex;
   /** Landfall infra-env id ↔ InfraEnv key. */

@@ -105,26 +105,49 @@ async function syncAgents(ctx: OperatorContext, ie: KubeObject, infraEnvId: stri
   const ns = ie.metadata.namespace!;
   const hosts = await ctx.landfall.listHosts(infraEnvId);
   const ids = new Set(hosts.map((h: Json) => h.id as string));
-  const ref = ie.spec?.clusterRef as { name?: string; namespace?: string } | undefined;
-  for (const h of hosts) {
-    if (ctx.cache.get(RT.agent, `${ns}/${h.id}`)) continue;
-    try {
-      const agent = await ctx.kube.create(RT.agent, ns, {
-        metadata: { name: h.id, labels: { ...(ie.spec?.agentLabels ?? {}), [INFRAENV_LABEL]: ie.metadata.name }, finalizers: [FINALIZER.agent] },
-        spec: { approved: false, ...(ref?.name ? { clusterDeploymentName: { name: ref.name, namespace: ref.namespace ?? ns } } : {}) },
-      });
-      ctx.cache.put(RT.agent, agent);
-      ctx.queue.add(qkey('agent', key(agent)));
-      ctx.log.info({ resource: `${ns}/${h.id}`, infraEnvId }, 'agent created for a new host');
-    } catch (err) {
-      if (!(err instanceof KubeError && err.status === 409)) throw err;
-    }
-  }
+  for (const h of hosts) await createAgentFor(ctx, ie, h.id, infraEnvId);
   for (const a of ctx.cache.list(RT.agent, ns)) {
     if (a.metadata.labels?.[INFRAENV_LABEL] === ie.metadata.name && !ids.has(a.metadata.name) && !a.metadata.deletionTimestamp) {
       await ctx.kube.delete(RT.agent, ns, a.metadata.name);
     }
   }
+}
+
+/** The Agent of a host (named by its id), unless it exists; creating one that exists is a 409 and nothing more. */
+async function createAgentFor(ctx: OperatorContext, ie: KubeObject, hostId: string, infraEnvId: string): Promise<void> {
+  const ns = ie.metadata.namespace!;
+  if (ctx.cache.get(RT.agent, `${ns}/${hostId}`)) return;
+  const ref = ie.spec?.clusterRef as { name?: string; namespace?: string } | undefined;
+  try {
+    const agent = await ctx.kube.create(RT.agent, ns, {
+      metadata: { name: hostId, labels: { ...(ie.spec?.agentLabels ?? {}), [INFRAENV_LABEL]: ie.metadata.name }, finalizers: [FINALIZER.agent] },
+      spec: { approved: false, ...(ref?.name ? { clusterDeploymentName: { name: ref.name, namespace: ref.namespace ?? ns } } : {}) },
+    });
+    ctx.cache.put(RT.agent, agent);
+    ctx.queue.add(qkey('agent', key(agent)));
+    ctx.log.info({ resource: `${ns}/${hostId}`, infraEnvId }, 'agent created for a new host');
+  } catch (err) {
+    if (!(err instanceof KubeError && err.status === 409)) throw err;
+  }
+}
+
+/**
+ * A host Landfall just told us about (`<infra-env id>/<host id>`): its Agent, made at once rather
+ * than by listing every host of the infra-env again, then its status.
+ */
+export async function reconcileNewHost(ctx: OperatorContext, item: string): Promise<void> {
+  const [infraEnvId, hostId] = item.split('/') as [string, string];
+  const ieKey = ctx.infraEnvs.keyOf(infraEnvId);
+  const ie = ieKey ? ctx.cache.get(RT.infraEnv, ieKey) : undefined;
+  if (!ie || ie.metadata.deletionTimestamp) return;
+  try {
+    await ctx.landfall.getHost(infraEnvId, hostId);
+  } catch (err) {
+    if (isLandfallNotFound(err)) return; // gone again already
+    throw err;
+  }
+  await createAgentFor(ctx, ie, hostId, infraEnvId);
+  ctx.queue.add(qkey('agent', `${ie.metadata.namespace}/${hostId}`));
 }
 
 async function deprovision(ctx: OperatorContext, ie: KubeObject): Promise<void> {

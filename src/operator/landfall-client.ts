@@ -71,8 +71,9 @@ export class LandfallClient {
   listClusters(): Promise<Json[]> {
     return this.request('GET', '/clusters');
   }
-  getCluster(id: string): Promise<Json> {
-    return this.request('GET', `/clusters/${id}`);
+  /** Without its hosts when asked (their inventories make a large cluster's answer heavy). */
+  getCluster(id: string, opts: { hosts?: boolean } = {}): Promise<Json> {
+    return this.request('GET', `/clusters/${id}`, undefined, opts.hosts === false ? { 'exclude-hosts': 'true' } : {});
   }
   createCluster(body: Json): Promise<Json> {
     return this.request('POST', '/clusters', body);

@@ -16,11 +16,11 @@ import type { Logger } from '../logger';
 import { repoRoot } from '../dev/process-utils';
 import { KubeClient, KubeError, type KubeConnection, type KubeObject, type ResourceType, type WatchEventType } from './kube-client';
 import { LandfallClient, type LandfallEvent } from './landfall-client';
-import { BiIndex, Cache, qkey, type OperatorContext } from './context';
+import { BiIndex, Cache, KindQueues, qkey, type OperatorContext } from './context';
 import { WorkQueue } from './work-queue';
 import { RT, key } from './resources';
 import { reconcileCluster } from './cluster-reconciler';
-import { reconcileInfraEnv } from './infra-env-reconciler';
+import { reconcileInfraEnv, reconcileNewHost } from './infra-env-reconciler';
 import { reconcileAgent } from './agent-reconciler';
 import { selectsNmState } from './spec-mapping';
 
@@ -70,7 +70,7 @@ export async function installCrds(kube: KubeClient, dir = path.join(repoRoot(), 
 export async function startOperator(o: OperatorOptions): Promise<RunningOperator> {
   const kube = new KubeClient(o.kube);
   const landfall = new LandfallClient(o.landfallUrl, o.landfallToken);
-  const queue = new WorkQueue();
+  const queue = new KindQueues({ cluster: new WorkQueue(), infraenv: new WorkQueue(), agent: new WorkQueue(), host: new WorkQueue() });
   const abort = new AbortController();
   const log = o.logger;
   const ctx: OperatorContext = {
@@ -103,9 +103,13 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
       case RT.nmStateConfig.plural:
         for (const ie of ctx.cache.list(RT.infraEnv, ns)) if (selectsNmState(ie, obj)) queue.add(qkey('infraenv', key(ie)));
         break;
-      case RT.agent.plural:
+      case RT.agent.plural: {
         queue.add(qkey('agent', key(obj)));
+        // Approval, readiness and the count of Agents decide the cluster's RequirementsMet.
+        const ref = obj.spec?.clusterDeploymentName as { name?: string; namespace?: string } | undefined;
+        if (ref?.name) queue.add(qkey('cluster', `${ref.namespace ?? ns}/${ref.name}`));
         break;
+      }
       case RT.secret.plural:
         // A pull secret created or fixed: whoever names it tries again.
         for (const cd of ctx.cache.list(RT.clusterDeployment, ns)) if (cd.spec?.pullSecretRef?.name === obj.metadata.name) queue.add(qkey('cluster', key(cd)));
@@ -168,9 +172,11 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
     if (e.infra_env_id) {
       const ie = ctx.infraEnvs.keyOf(e.infra_env_id);
       if (ie) {
-        if (e.host_id) queue.add(qkey('agent', `${ie.split('/')[0]}/${e.host_id}`));
-        // A new host needs its Agent; an infra-env change, a fresh status.
-        if (!e.host_id || e.name === 'host_registration_succeeded' || e.name === 'host_deregistered') queue.add(qkey('infraenv', ie));
+        const ns = ie.split('/')[0]!;
+        if (e.host_id && ctx.cache.get(RT.agent, `${ns}/${e.host_id}`)) queue.add(qkey('agent', `${ns}/${e.host_id}`));
+        else if (e.host_id && e.name !== 'host_deregistered') queue.add(qkey('host', `${e.infra_env_id}/${e.host_id}`)); // a new host: its Agent
+        // An infra-env change, or a host gone: the infra-env's status and its Agents.
+        if (!e.host_id || e.name === 'host_deregistered') queue.add(qkey('infraenv', ie));
       }
     }
   };
@@ -194,6 +200,7 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
       if (kind === 'cluster') await reconcileCluster(ctx, k);
       else if (kind === 'infraenv') await reconcileInfraEnv(ctx, k);
       else if (kind === 'agent') await reconcileAgent(ctx, k);
+      else if (kind === 'host') await reconcileNewHost(ctx, k);
       queue.forget(item);
     } catch (err) {
       if (abort.signal.aborted) return;
@@ -203,7 +210,8 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
       queue.retry(item);
     }
   };
-  const workers = queue.run(o.concurrency ?? 4, handle);
+  const c = o.concurrency ?? 4;
+  const workers = queue.run({ cluster: Math.max(1, c >> 1), infraenv: Math.max(1, c >> 1), agent: c * 2, host: Math.max(1, c >> 1) }, handle);
   log.info({ namespaces: o.namespaces.length ? o.namespaces : 'all', resyncMs: o.resyncMs, landfall: o.landfallUrl, kube: o.kube.server }, 'operator started');
 
   return {
