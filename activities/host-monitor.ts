@@ -3,6 +3,7 @@ import type { ServiceContext } from '../src/services/context';
 import { refreshCluster, refreshUnboundHost } from '../src/services/refresh-service';
 import { expireLogCollection } from '../src/services/logs-service';
 import { deliverAllPending } from '../src/services/report-delivery';
+import { watchInstalls } from '../src/services/install-watch';
 
 const WATCHED = ['discovering', 'known', 'insufficient', 'pending-for-input', 'preparing-for-installation', 'preparing-successful'];
 
@@ -13,7 +14,7 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
      * the state machine marks them disconnected. Idempotent: a second run
      * finds them already disconnected and does nothing.
      */
-    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number; reportsDelivered: number }> {
+    async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number; reportsDelivered: number; installsStarted: number; installsFailed: number }> {
       const cutoff = new Date(ctx.now().getTime() - ctx.lifecycle.disconnectTimeoutMs);
       const silent = await ctx.db<HostRow>('hosts').whereIn('status', WATCHED).andWhere((w) => w.where('checked_in_at', '<', cutoff).orWhereNull('checked_in_at')).select('id', 'infra_env_id', 'cluster_id');
       const clusters = [...new Set(silent.map((h) => h.cluster_id).filter((c): c is string => Boolean(c)))];
@@ -30,7 +31,9 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
       const logs = await expireLogCollection(ctx);
       // And install reports whose signal failed with nobody asking since (no agent request about that host).
       const reports = await deliverAllPending(ctx);
-      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters, reportsDelivered: reports.delivered };
+      // And installs whose workflow never started or ended without finishing them (install-watch.ts).
+      const installs = await watchInstalls(ctx);
+      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters, reportsDelivered: reports.delivered, installsStarted: installs.started.length, installsFailed: installs.failed.length };
     },
   };
 }
