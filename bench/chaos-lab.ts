@@ -67,6 +67,10 @@ export interface ChaosReport {
   /** Install step executions counted from the agents' journals, and install steps the service dispatched. */
   executions: number;
   installStepsDispatched: number;
+  /** Sends of those install steps (a resend when the answer carrying one was lost). */
+  installStepSends: number;
+  /** Steps of installed hosts still `sent` at the end (none should be). */
+  stepsLeftSent: number;
   lostStageReports: Array<{ host: string; missing: string[] }>;
   lostEvents: string[];
   undeliveredAtEnd: number;
@@ -243,6 +247,13 @@ async function api<T = any>(base: string, method: string, p: string, body?: unkn
   }
 }
 
+/** What a run must stop if its process is interrupted (Ctrl-C on the bench): its fleets and its stack. */
+const running = new Set<() => Promise<void>>();
+
+export async function stopChaos(): Promise<void> {
+  await Promise.all([...running].map((stop) => stop()));
+}
+
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const rand = seededRandom(o.seed);
@@ -256,6 +267,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const personActions: ChaosReport['personActions'] = [];
   const downWindows: Array<{ from: number; to: number; component: string }> = [];
   let finished = false;
+  const teardown = async () => {
+    finished = true;
+    for (const f of fleets) {
+      if (f.proc && f.proc.exitCode === null) f.proc.kill('SIGKILL');
+      f.log.end();
+    }
+    await stack.stop();
+  };
+  running.add(teardown);
   try {
     await stack.start();
     o.log(`stack up in ${Date.now() - started} ms: api ${stack.url} (2 processes), 2 workers, temporal :${stack.temporalPort}, postgres :${stack.pg.port}`);
@@ -404,12 +424,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await sleep(3000);
     return await check(stack, fleets, { seed: o.seed, started, kills, personActions, downWindows });
   } finally {
-    finished = true;
-    for (const f of fleets) {
-      if (f.proc && f.proc.exitCode === null) f.proc.kill('SIGKILL');
-      f.log.end();
-    }
-    await stack.stop();
+    running.delete(teardown);
+    await teardown();
   }
 }
 
@@ -438,7 +454,10 @@ async function check(
       for (const [stepId, times] of counts) if (times > 1) duplicateExecutions.push({ host: hostDir, stepId, times });
     }
   }
-  const installStepsDispatched = Number((await db('host_steps').whereIn('host_id', hosts.map((h) => h.id)).where({ step_type: 'install' }).whereNot({ state: 'pending' }).count('* as n'))[0]!.n);
+  const installSteps = (await db('host_steps').whereIn('host_id', hosts.map((h) => h.id)).where({ step_type: 'install' }).whereNot({ state: 'pending' }).select('attempts')) as Array<{ attempts: number }>;
+  const installStepsDispatched = installSteps.length;
+  const installStepSends = installSteps.reduce((n, s) => n + s.attempts, 0);
+  const stepsLeftSent = Number((await db('host_steps').whereIn('host_id', hosts.filter((h) => h.status === 'installed').map((h) => h.id)).where({ state: 'sent' }).count('* as n'))[0]!.n);
 
   // Every stage each installed host went through is recorded (its reports reached the service).
   const lostStageReports: ChaosReport['lostStageReports'] = [];
@@ -484,6 +503,8 @@ async function check(
     duplicateExecutions,
     executions,
     installStepsDispatched,
+    installStepSends,
+    stepsLeftSent,
     lostStageReports,
     lostEvents,
     undeliveredAtEnd,

@@ -10,10 +10,12 @@
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runChaos } from './chaos-lab';
+import { runChaos, stopChaos } from './chaos-lab';
 import { numberFlag, watchdog } from './support';
 
 async function main(): Promise<void> {
+  // Ctrl-C stops what the run started (PostgreSQL, Temporal, api, workers, fleets), then exits.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopChaos().finally(() => process.exit(130)));
   const seedAt = process.argv.indexOf('--seed');
   const seed = seedAt >= 0 ? process.argv[seedAt + 1]! : `${Date.now()}`;
   const clusters = numberFlag('clusters', 30);
@@ -50,7 +52,8 @@ async function main(): Promise<void> {
     installs: `${report.installed}/${report.installs} installed`,
     personActions: `${report.personActions.length} (${report.personActions.length - unexpected.length} allowed: retries of hosts whose agent was killed mid-write; ${unexpected.length} not expected)`,
     duplicateExecutions: report.duplicateExecutions.length,
-    executions: `${report.executions} install step executions for ${report.installStepsDispatched} install steps dispatched`,
+    executions: `${report.executions} install step executions for ${report.installStepsDispatched} install steps dispatched (${report.installStepSends} sends)`,
+    stepsLeftSent: report.stepsLeftSent,
     lostStageReports: report.lostStageReports.length,
     lostEvents: report.lostEvents.length,
     undeliveredAtEnd: report.undeliveredAtEnd,

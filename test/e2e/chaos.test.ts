@@ -54,6 +54,8 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
   expect(report.duplicateExecutions).toEqual([]);
   expect(report.executions).toBe(12);
   expect(report.installStepsDispatched).toBe(12);
+  // No step of an installed host is left `sent`.
+  expect(report.stepsLeftSent).toBe(0);
   // Nothing lost.
   expect(report.lostStageReports).toEqual([]);
   expect(report.lostEvents).toEqual([]);
