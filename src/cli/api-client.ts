@@ -7,6 +7,8 @@
 import { CliError, exitKindOfStatus } from './exit-codes';
 
 export const API_PATH = '/api/assisted-install/v2';
+/** Landfall's own API (insights), beside the assisted-service one. */
+export const LANDFALL_API_PATH = '/api/landfall/v1';
 
 export interface ClientOptions {
   url: string;
@@ -27,8 +29,9 @@ export class ApiClient {
     if (!/^https?:$/.test(this.base.protocol)) throw new CliError('usage', `--url: "${opts.url}" is not an http(s) URL`);
   }
 
+  /** A path under the assisted-service API, or one of Landfall's own (`/api/landfall/v1/…`) taken from the root. */
   url(path: string, query: Query = {}): URL {
-    const u = new URL(this.base.href + path);
+    const u = path.startsWith(LANDFALL_API_PATH) ? new URL(this.opts.url.replace(/\/+$/, '') + path) : new URL(this.base.href + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, String(v));
     return u;
   }

@@ -17,6 +17,7 @@ import { installCommand } from './commands/install';
 import { eventsCommand } from './commands/events';
 import { kubeconfigCommand, logsCommand } from './commands/downloads';
 import { reportCommand } from './commands/report';
+import { insightsCommand } from './commands/insights';
 
 const CLIENT_HELP = `
 Client commands take --url (env LANDFALL_URL, default http://127.0.0.1:8090),
@@ -28,6 +29,7 @@ Watch the demo cluster of \`npm start\` install:
   landfall hosts --cluster demo
   landfall install --cluster demo --wait
   landfall report --cluster demo
+  landfall insights --since 24h
 `;
 
 export function buildProgram(): Command {
@@ -43,7 +45,7 @@ export function buildProgram(): Command {
     .addHelpText('after', `${CLIENT_HELP}\n${exitCodesHelp()}\n`);
   // Subcommands inherit exitOverride and configureOutput from the program as they are added.
   program.commandsGroup('Client commands (talk to the REST API at --url):');
-  for (const cmd of [clusterCommand(), infraEnvCommand(), isoCommand(), hostsCommand(), installCommand(), eventsCommand(), logsCommand(), kubeconfigCommand(), reportCommand()]) {
+  for (const cmd of [clusterCommand(), infraEnvCommand(), isoCommand(), hostsCommand(), installCommand(), eventsCommand(), logsCommand(), kubeconfigCommand(), reportCommand(), insightsCommand()]) {
     program.addCommand(inheritSettings(cmd, program));
   }
   program.commandsGroup('Service commands (run Landfall itself; read the environment, see README "Configuration"):');

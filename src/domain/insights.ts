@@ -285,7 +285,11 @@ export function computeInsights(input: InsightsInput): InsightsReport {
   const from = input.from.getTime();
   const to = input.to.getTime();
   const inWindow = (t: number) => t >= from && t < to;
-  const events = [...input.events].sort(byTime);
+  // Sorted once with each time parsed once (a comparator that parses is most of the cost at 50,000 events).
+  const events = input.events
+    .map((e) => ({ e, t: ms(e.event_time), s: Number(e.seq) }))
+    .sort((a, b) => a.t - b.t || a.s - b.s)
+    .map((x) => x.e);
 
   // Attempts, per cluster, in order.
   const byCluster = new Map<string, InsightsEvent[]>();

@@ -8,7 +8,7 @@
  * per cluster (install reports, events), never read back from the insights
  * code; then the page shows them in Debian's headless Chromium.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -195,6 +195,27 @@ describe('insights after seeded installs with known outcomes', () => {
     const ids = new Set([...blocked.keys(), ...unresolved.keys()]);
     expect(got).toEqual(Object.fromEntries([...ids].map((id) => [id, [blocked.get(id)?.length ?? 0, unresolved.get(id) ?? 0, nearestRank(blocked.get(id) ?? [], 50), nearestRank(blocked.get(id) ?? [], 95)]])));
     expect(r.validations.find((v: any) => v.validation_id === 'hostname-valid').blocked_max_seconds).toBeGreaterThanOrEqual(1);
+  });
+
+  it('landfall insights prints the same report (JSON) and says it for people (table)', async () => {
+    // Asynchronously: the API answering it runs in this process.
+    const cli = (args: string[]) =>
+      new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [path.join(repoRoot(), 'dist/src/cli/main.js'), 'insights', '--url', h.api.url, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH! } }, (err, stdout, stderr) => resolve({ status: err ? Number(err.code) : 0, stdout, stderr }));
+      });
+    const window = ['--from', from.toISOString(), '--to', to.toISOString()];
+    const json = await cli([...window, '-o', 'json']);
+    expect([json.status, json.stderr]).toEqual([0, '']);
+    const { generated_at: _a, ...fromCli } = JSON.parse(json.stdout);
+    const { generated_at: _b, ...fromApi } = r;
+    expect(fromCli).toEqual(fromApi);
+    const text = await cli(window);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toContain('installs started 3 (3 clusters): 2 installed, 1 failed, 0 cancelled, 0 running; 1 host retries');
+    expect(text.stdout).toContain('first-attempt success 33.3% (1 of 3, no host retried); eventual success 66.7% (2 of 3)');
+    expect(text.stdout).toMatch(/^Writing image to disk\s+error\s+2\s+simulated failure at Writing image to disk$/m);
+    const bad = await cli(['--since', 'a week']);
+    expect([bad.status, bad.stderr.trim()]).toEqual([2, 'landfall: --since: "a week" is not a duration like 90m, 24h or 7d']);
   });
 
   it('a window before the installs holds none of them', async () => {
