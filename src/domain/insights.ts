@@ -22,6 +22,8 @@
  *   event, attributed to the first host that failed before it (its stage and
  *   what it reported), or to preparing/finalizing when no host failed.
  * - Percentiles are nearest-rank: the value at rank ceil(p/100 × n).
+ * - Hosts added to an installed cluster (day 2, `host_day2_install_started`)
+ *   are left out of its attempts: their installs are their own.
  */
 import { buildInstallReport, type ReportEvent } from './install-report';
 import { HOST_STAGES } from './install-stages';
@@ -94,6 +96,7 @@ export const INSIGHTS_EVENT_NAMES = [
   'host_step_failed',
   'host_validation_failed',
   'host_validation_fixed',
+  'host_day2_install_started',
 ] as const;
 
 const TERMINAL: Record<string, Exclude<AttemptOutcome, 'in-progress'>> = {
@@ -300,7 +303,11 @@ export function computeInsights(input: InsightsInput): InsightsReport {
     const attempts: Attempt[] = [];
     let current: InsightsEvent[] | undefined;
     const close = () => current && attempts.push(explainAttempt(clusterId, attempts.length + 1, current));
+    // Hosts added to the installed cluster (day 2) run their own installs: not part of the cluster's attempt.
+    const day2 = new Set<string>();
     for (const e of list) {
+      if (e.name === 'host_day2_install_started' && e.host_id) day2.add(e.host_id);
+      if (e.host_id && day2.has(e.host_id)) continue;
       if (e.name === 'cluster_prepare_installation_started') {
         close();
         current = [e];

@@ -247,6 +247,18 @@ describe('computeInsights over a window', () => {
     expect(r.stage_durations.map((s) => s.stage)).toEqual(WORKER);
   });
 
+  it('hosts added to the installed cluster later (day 2) are not part of its attempt', () => {
+    const day2 = run(
+      [prepare(100, 'a'), ...walk(110, 'a', 'a1', WORKER, 10), done(200, 'a'), ev(300, 'host_day2_install_started', 'a', 'a9', { attempt: 1 }), ...walk(310, 'a', 'a9', WORKER, 60), stage(700, 'a', 'a9', 'Failed', 'day-2 failure')],
+      { a: '1.31' },
+      hosts,
+    );
+    expect(day2.installs).toMatchObject({ attempts_started: 1, installed: 1, failed: 0 });
+    expect(day2.by_host_profile.map((p) => p.hosts)).toEqual([1]);
+    expect(day2.stage_durations.find((x) => x.stage === 'Installing')).toMatchObject({ count: 1, p95_seconds: 10 });
+    expect(day2.failures.total).toBe(0);
+  });
+
   it('an empty window says zero and null, not NaN', () => {
     const empty = run([]);
     expect(empty.installs).toEqual({ attempts_started: 0, clusters: 0, installed: 0, failed: 0, cancelled: 0, in_progress: 0, host_retries: 0 });

@@ -1054,6 +1054,7 @@ export interface paths {
          *       drive type); one entry per host per attempt.
          *     - Percentiles are nearest-rank. Rates are fractions (0–1), null when
          *       nothing was concluded.
+         *     - Hosts added to an installed cluster (day 2) are not part of its attempts.
          */
         get: operations["LandfallGetInsights"];
         put?: never;
