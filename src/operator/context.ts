@@ -10,7 +10,7 @@ import type { LandfallClient } from './landfall-client';
 import type { WorkQueue } from './work-queue';
 import { key as keyOf } from './resources';
 
-export type QueueKind = 'cluster' | 'infraenv' | 'agent' | 'host';
+export type QueueKind = 'cluster' | 'infraenv' | 'agent' | 'host' | 'bmh';
 export const qkey = (kind: QueueKind, key: string) => `${kind}:${key}`;
 
 export class Cache {

@@ -12,6 +12,7 @@ import { LandfallError, isLandfallNotFound, type Json } from './landfall-client'
 import { infraEnvConditions, mergeConditions } from './conditions';
 import { ensureFinalizer, qkey, removeFinalizer, writeStatus, type OperatorContext } from './context';
 import { FINALIZER, INFRAENV_LABEL, RT, key } from './resources';
+import { bareMetalHostsOf } from './bmh-reconciler';
 import { SpecError, infraEnvName, infraEnvParams, pullSecretOf, selectsNmState, specHash } from './spec-mapping';
 
 async function findInfraEnvId(ctx: OperatorContext, ie: KubeObject): Promise<string | undefined> {
@@ -80,6 +81,8 @@ export async function reconcileInfraEnv(ctx: OperatorContext, ieKey: string): Pr
   if (infraEnv) {
     iso = await ctx.landfall.imageUrl(infraEnv.id);
     await syncAgents(ctx, ie, infraEnv.id);
+    // BareMetalHosts that were waiting for this infra-env's id (first reconcile, or after a restart).
+    for (const b of bareMetalHostsOf(ctx, ieKey)) if (!b.status?.landfall?.bmcHostID) ctx.queue.add(qkey('bmh', key(b)));
     // A presigned URL expires: come back shortly before it does, to publish a fresh one.
     if (iso.expires_at) {
       const ms = new Date(iso.expires_at).getTime() - ctx.now().getTime() - 10 * 60_000;

@@ -18,10 +18,11 @@ import { KubeClient, KubeError, type KubeConnection, type KubeObject, type Resou
 import { LandfallClient, type LandfallEvent } from './landfall-client';
 import { BiIndex, Cache, KindQueues, qkey, type OperatorContext } from './context';
 import { WorkQueue } from './work-queue';
-import { RT, key } from './resources';
+import { INFRAENV_LABEL, RT, key } from './resources';
 import { reconcileCluster } from './cluster-reconciler';
 import { reconcileInfraEnv, reconcileNewHost } from './infra-env-reconciler';
 import { reconcileAgent } from './agent-reconciler';
+import { BMH_LABEL, bareMetalHostsOf, reconcileBareMetalHost } from './bmh-reconciler';
 import { selectsNmState } from './spec-mapping';
 
 export interface OperatorOptions {
@@ -70,7 +71,7 @@ export async function installCrds(kube: KubeClient, dir = path.join(repoRoot(), 
 export async function startOperator(o: OperatorOptions): Promise<RunningOperator> {
   const kube = new KubeClient(o.kube);
   const landfall = new LandfallClient(o.landfallUrl, o.landfallToken);
-  const queue = new KindQueues({ cluster: new WorkQueue(), infraenv: new WorkQueue(), agent: new WorkQueue(), host: new WorkQueue() });
+  const queue = new KindQueues({ cluster: new WorkQueue(), infraenv: new WorkQueue(), agent: new WorkQueue(), host: new WorkQueue(), bmh: new WorkQueue() });
   const abort = new AbortController();
   const log = o.logger;
   const ctx: OperatorContext = {
@@ -108,17 +109,24 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
         // Approval, readiness and the count of Agents decide the cluster's RequirementsMet.
         const ref = obj.spec?.clusterDeploymentName as { name?: string; namespace?: string } | undefined;
         if (ref?.name) queue.add(qkey('cluster', `${ref.namespace ?? ns}/${ref.name}`));
+        // A new Agent may be the machine a BareMetalHost enrolled: that one approves it.
+        const ieName = obj.metadata.labels?.[INFRAENV_LABEL];
+        if (ieName && !obj.metadata.labels?.[BMH_LABEL]) for (const b of bareMetalHostsOf(ctx, `${ns}/${ieName}`)) queue.add(qkey('bmh', key(b)));
         break;
       }
+      case RT.bareMetalHost.plural:
+        queue.add(qkey('bmh', key(obj)));
+        break;
       case RT.secret.plural:
         // A pull secret created or fixed: whoever names it tries again.
         for (const cd of ctx.cache.list(RT.clusterDeployment, ns)) if (cd.spec?.pullSecretRef?.name === obj.metadata.name) queue.add(qkey('cluster', key(cd)));
         for (const ie of ctx.cache.list(RT.infraEnv, ns)) if (ie.spec?.pullSecretRef?.name === obj.metadata.name) queue.add(qkey('infraenv', key(ie)));
+        for (const b of ctx.cache.list(RT.bareMetalHost, ns)) if (b.spec?.bmc?.credentialsName === obj.metadata.name) queue.add(qkey('bmh', key(b)));
         break;
     }
   };
 
-  const watched: ResourceType[] = [RT.clusterDeployment, RT.agentClusterInstall, RT.infraEnv, RT.nmStateConfig, RT.agent];
+  const watched: ResourceType[] = [RT.clusterDeployment, RT.agentClusterInstall, RT.infraEnv, RT.nmStateConfig, RT.agent, RT.bareMetalHost];
   const scopes: Array<string | undefined> = o.namespaces.length ? o.namespaces : [undefined];
   let listed = 0;
   const total = watched.length * scopes.length;
@@ -176,7 +184,9 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
         if (e.host_id && ctx.cache.get(RT.agent, `${ns}/${e.host_id}`)) queue.add(qkey('agent', `${ns}/${e.host_id}`));
         else if (e.host_id && e.name !== 'host_deregistered') queue.add(qkey('host', `${e.infra_env_id}/${e.host_id}`)); // a new host: its Agent
         // An infra-env change, or a host gone: the infra-env's status and its Agents.
-        if (!e.host_id || e.name === 'host_deregistered') queue.add(qkey('infraenv', ie));
+        if ((!e.host_id && !e.name.startsWith('bmc_')) || e.name === 'host_deregistered') queue.add(qkey('infraenv', ie));
+        // A BMC moved on (enrolled, booting, attached to its host): the BareMetalHosts of that infra-env.
+        if (e.name.startsWith('bmc_') || e.name === 'host_registration_succeeded') for (const b of bareMetalHostsOf(ctx, ie)) queue.add(qkey('bmh', key(b)));
       }
     }
   };
@@ -201,6 +211,7 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
       else if (kind === 'infraenv') await reconcileInfraEnv(ctx, k);
       else if (kind === 'agent') await reconcileAgent(ctx, k);
       else if (kind === 'host') await reconcileNewHost(ctx, k);
+      else if (kind === 'bmh') await reconcileBareMetalHost(ctx, k);
       queue.forget(item);
     } catch (err) {
       if (abort.signal.aborted) return;
@@ -211,7 +222,7 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
     }
   };
   const c = o.concurrency ?? 4;
-  const workers = queue.run({ cluster: Math.max(1, c >> 1), infraenv: Math.max(1, c >> 1), agent: c * 2, host: Math.max(1, c >> 1) }, handle);
+  const workers = queue.run({ cluster: Math.max(1, c >> 1), infraenv: Math.max(1, c >> 1), agent: c * 2, host: Math.max(1, c >> 1), bmh: 1 }, handle);
   log.info({ namespaces: o.namespaces.length ? o.namespaces : 'all', resyncMs: o.resyncMs, landfall: o.landfallUrl, kube: o.kube.server }, 'operator started');
 
   return {

@@ -17,6 +17,8 @@ import { call } from '../support/api-harness';
 import { startInstallHarness, type InstallHarness } from '../support/install-harness';
 import { applyObjects, readKustomization } from '../support/kube-apply';
 import { eventually, tempDir } from '../support/services';
+import { buildSyntheticLiveIso } from '../support/live-iso';
+import { simulatedIdentity } from '../../agent/executors/simulated';
 
 const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
 const EXAMPLE = path.resolve(__dirname, '../../deploy/examples/ztp-3-2');
@@ -84,7 +86,8 @@ function recordTransitions(ns: string): Map<string, string[]> {
 }
 
 beforeAll(async () => {
-  h = await startInstallHarness();
+  // A discovery image to boot (a BareMetalHost's enrolment needs one), from the synthetic live ISO.
+  h = await startInstallHarness({ BASE_ISO_PATH: (await buildSyntheticLiveIso({ fillerBytes: 1024 * 1024, name: 'operator.iso' })).path });
   // Fails (does not skip) when the binaries are missing: set-up builds them.
   apiserver = await startLocalApiserver({ dir: tempDir('kube') });
   kube = new KubeClient(apiserver.connection);
@@ -246,6 +249,56 @@ describe('landfall operator on a real kube-apiserver', () => {
     await eventually(async () => (await synced())?.reason === 'ChangedOutsideOperator', 30000, 'drift reported');
     expect((await synced())!.message).toContain('api_vips (Landfall "192.168.127.241", spec "192.168.127.240")');
     expect((await call('GET', `${h.api.base}/clusters/${id}`)).body.api_vips.map((v: any) => v.ip)).toEqual(['192.168.127.241']);
+  });
+
+  it('a BareMetalHost enrols its machine by its BMC; the host that boots from it gets an approved Agent; deleting it unenrols', async () => {
+    const ns = 'ztp-bmh';
+    const machine = simulatedIdentity('ztp-bmh', 0);
+    const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
+    await applyObjects(kube, [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      { ...secret, metadata: { ...secret.metadata, namespace: ns } },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bmc-creds', namespace: ns }, stringData: { username: 'admin', password: 'bmc-pw' } },
+      { apiVersion: 'agent-install.landfall.io/v1beta1', kind: 'InfraEnv', metadata: { name: 'bm', namespace: ns }, spec: { pullSecretRef: { name: 'pull-secret' } } },
+      {
+        apiVersion: 'metal3.landfall.io/v1alpha1',
+        kind: 'BareMetalHost',
+        metadata: { name: 'machine-0', namespace: ns, labels: { 'infraenvs.agent-install.landfall.io': 'bm' } },
+        spec: { online: true, bootMACAddress: machine.mac, bmc: { address: 'simulated://ztp-bmh-0', credentialsName: 'bmc-creds' } },
+      },
+    ]);
+    const enrolled = await eventually(async () => {
+      const b = await get(RT.bareMetalHost, ns, 'machine-0');
+      return b?.status?.landfall?.bmcHostID ? b : undefined;
+    }, 60000, 'enrolment').catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify((await get(RT.bareMetalHost, ns, 'machine-0'))?.status)}`);
+    });
+    const ieId = (await get(RT.infraEnv, ns, 'bm'))!.status.landfall.infraEnvID;
+    const list = (await call('GET', `${h.api.base}/infra-envs/${ieId}/bmc-hosts`)).body as any[];
+    expect(list).toEqual([expect.objectContaining({ id: enrolled.status.landfall.bmcHostID, bmc_address: 'simulated://ztp-bmh-0', bmc_credentials_set: true, boot_mac_address: machine.mac })]);
+    expect(JSON.stringify(enrolled)).not.toContain('bmc-pw');
+
+    // The machine "boots" (a simulated host with the BareMetalHost's MAC): attached, provisioned, its Agent approved.
+    const stop = new AbortController();
+    void runFleet({ serviceUrl: h.api.url, infraEnvId: ieId, count: 1, mix: 'worker', seed: 'ztp-bmh', durationSeconds: 120, pollIntervalSeconds: 0.5, rampSeconds: 0 }, stop.signal);
+    try {
+      await eventually(async () => (await get(RT.bareMetalHost, ns, 'machine-0'))?.status?.provisioning?.state === 'provisioned', 60000, 'provisioned');
+      const agent = await eventually(async () => {
+        const a = await get(RT.agent, ns, machine.id);
+        return a?.spec?.approved === true ? a : undefined;
+      }, 30000, 'agent approved');
+      expect(agent.metadata.labels).toMatchObject({ 'agent-install.landfall.io/bmh': 'machine-0' });
+      expect((await get(RT.bareMetalHost, ns, 'machine-0'))!.status).toMatchObject({ operationalStatus: 'OK', landfall: { status: 'attached', hostID: machine.id } });
+    } finally {
+      stop.abort();
+    }
+
+    await kube.delete(RT.bareMetalHost, ns, 'machine-0');
+    await eventually(async () => !(await get(RT.bareMetalHost, ns, 'machine-0')), 30000, 'BareMetalHost gone');
+    expect((await call('GET', `${h.api.base}/infra-envs/${ieId}/bmc-hosts`)).body).toEqual([]);
+    await kube.delete(RT.infraEnv, ns, 'bm');
+    await eventually(async () => !(await get(RT.infraEnv, ns, 'bm')), 30000, 'InfraEnv gone');
+    expect((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).status).toBe(404);
   });
 
   it('deleting the resources deletes the Landfall clusters and infra-env (finalizers)', async () => {

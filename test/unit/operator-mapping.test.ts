@@ -119,18 +119,27 @@ describe('WorkQueue', () => {
     const runs: string[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const firstStarted = new Promise<void>((r) => (started = r));
+    const until = async (cond: () => boolean) => {
+      for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+    };
     const done = q.run(2, async (k) => {
       runs.push(k);
-      if (runs.length === 1) await gate;
+      if (runs.length === 1) {
+        started();
+        await gate;
+      }
     });
     q.add('a');
-    q.add('a');
-    await new Promise((r) => setTimeout(r, 10));
+    q.add('a'); // merged with the first: still pending, not yet taken? either way 'a' runs once now
+    await firstStarted;
     q.add('a'); // while running: once more after
     q.add('b');
-    await new Promise((r) => setTimeout(r, 10));
+    await until(() => runs.includes('b'));
+    expect(runs).toEqual(['a', 'b']);
     release();
-    await new Promise((r) => setTimeout(r, 20));
+    await until(() => runs.length === 3);
     q.stop();
     await done;
     expect(runs).toEqual(['a', 'b', 'a']);
