@@ -22,6 +22,8 @@ export interface KubeConnection {
   /** PEM of the CA that signed the apiserver's serving certificate (unset: the system's CAs). */
   caPem?: string;
   token?: string;
+  /** A token file read again every minute: a pod's service-account token is rotated by the kubelet. */
+  tokenFile?: string;
   insecureSkipTlsVerify?: boolean;
   /** Client certificate authentication (kubeconfigs of kind and kubeadm clusters). */
   clientCertPem?: string;
@@ -109,6 +111,17 @@ export class KubeClient {
     });
   }
 
+  private fileToken: { value: string; readAt: number } | undefined;
+
+  private authorization(): Record<string, string> {
+    let token = this.conn.token;
+    if (this.conn.tokenFile) {
+      if (!this.fileToken || Date.now() - this.fileToken.readAt > 60_000) this.fileToken = { value: readFileSync(this.conn.tokenFile, 'utf8').trim(), readAt: Date.now() };
+      token = this.fileToken.value;
+    }
+    return token ? { authorization: `Bearer ${token}` } : {};
+  }
+
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
@@ -128,7 +141,7 @@ export class KubeClient {
         signal: opts.signal,
         headers: {
           accept: 'application/json',
-          ...(this.conn.token ? { authorization: `Bearer ${this.conn.token}` } : {}),
+          ...this.authorization(),
           ...(opts.body !== undefined ? { 'content-type': opts.contentType ?? 'application/json' } : {}),
         },
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
@@ -200,7 +213,7 @@ export class KubeClient {
    */
   async watchOnce(rt: ResourceType, namespace: string | undefined, resourceVersion: string, onEvent: (type: WatchEventType, obj: KubeObject) => void, signal: AbortSignal): Promise<string> {
     const url = `${this.conn.server.replace(/\/+$/, '')}${this.path(rt, namespace)}?watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=300`;
-    const res = await fetch(url, { dispatcher: this.dispatcher, signal, headers: { accept: 'application/json', ...(this.conn.token ? { authorization: `Bearer ${this.conn.token}` } : {}) } });
+    const res = await fetch(url, { dispatcher: this.dispatcher, signal, headers: { accept: 'application/json', ...this.authorization() } });
     if (res.status === 429) {
       await res.body?.cancel();
       await sleep(retryAfterMs(res.headers.get('retry-after')), signal);
@@ -295,7 +308,8 @@ export function loadKubeconfig(file: string): KubeConnection {
     server: String(cluster.server),
     caPem: fileOrData(cluster['certificate-authority-data'], cluster['certificate-authority']),
     insecureSkipTlsVerify: cluster['insecure-skip-tls-verify'] === true,
-    token: user.token ?? (user.tokenFile ? readFileSync(path.resolve(dir, user.tokenFile), 'utf8').trim() : undefined),
+    token: user.token,
+    tokenFile: user.tokenFile ? path.resolve(dir, user.tokenFile) : undefined,
     clientCertPem: fileOrData(user['client-certificate-data'], user['client-certificate']),
     clientKeyPem: fileOrData(user['client-key-data'], user['client-key']),
   };
@@ -306,6 +320,6 @@ export function inClusterConnection(host: string, port: string, saDir = '/var/ru
   return {
     server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
     caPem: readFileSync(path.join(saDir, 'ca.crt'), 'utf8'),
-    token: readFileSync(path.join(saDir, 'token'), 'utf8').trim(),
+    tokenFile: path.join(saDir, 'token'),
   };
 }

@@ -1,7 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- custom resources are open documents */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { agentConditions, clusterConditions, clusterMayInstall, mergeConditions, type ClusterFacts } from '../../src/operator/conditions';
 import { agentInventory, clusterDrift, clusterParams, hostDrift, infraEnvParams, pullSecretOf, selectsNmState, specHash, SpecError } from '../../src/operator/spec-mapping';
 import { WorkQueue } from '../../src/operator/work-queue';
+import { loadKubeconfig } from '../../src/operator/kube-client';
 import { staticNetworkKeyfiles } from '../../src/domain/static-network';
 
 const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({ status: 'ready', statusInfo: '', failingValidations: [], requiredAgents: 5, agents: Array.from({ length: 5 }, () => ({ approved: true, ready: true })), holdInstallation: false, drift: [], ...over });
@@ -143,5 +147,19 @@ describe('WorkQueue', () => {
     q.stop();
     await done;
     expect(runs).toEqual(['a', 'b', 'a']);
+  });
+});
+
+describe('loadKubeconfig', () => {
+  it('reads the current context: server, inline CA, and a token file kept as a path (a rotated token is read again)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kubeconfig-'));
+    writeFileSync(`${dir}/token`, 'tok-1\n');
+    writeFileSync(
+      `${dir}/config`,
+      ['apiVersion: v1', 'kind: Config', 'current-context: b', 'contexts:', '- {name: a, context: {cluster: ca, user: ua}}', '- {name: b, context: {cluster: cb, user: ub}}',
+        'clusters:', '- {name: ca, cluster: {server: "https://a:6443"}}', `- {name: cb, cluster: {server: "https://b:6443", certificate-authority-data: ${Buffer.from('PEM').toString('base64')}}}`,
+        'users:', '- {name: ua, user: {token: x}}', '- {name: ub, user: {tokenFile: token}}'].join('\n'),
+    );
+    expect(loadKubeconfig(`${dir}/config`)).toMatchObject({ server: 'https://b:6443', caPem: 'PEM', tokenFile: `${dir}/token` });
   });
 });
