@@ -23,7 +23,8 @@ import { dueNow, stepArgs } from './step-args';
 import type { StepSends } from '../db/hosts-repo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES } from './install-signals';
-import { deliverHostReport, keepHostReport, reportTarget } from './report-delivery';
+import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
+import { deliverHostReport, keepHostReport, pendingHostReport, reportTarget } from './report-delivery';
 import { LOGS_WANTED_STATUSES, logsGatherSteps } from './logs-service';
 import { attachEnrolledBmc, inventoryMacs } from '../bmc/bmc-service';
 import { DAY2_HOST_KIND, isDay2Cluster, isDay2Host } from './day2-service';
@@ -272,7 +273,14 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     if (!sameStage && current && typeof prev.stage_started_at === 'string') {
       ctx.metrics?.stageDuration(current, host.bootstrap ? 'bootstrap' : host.role, (Date.parse(now) - Date.parse(prev.stage_started_at)) / 1000);
     }
-    const { row, moved } = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info, day2 }, { patch: { doc }, requestId });
+    const event = { type: 'ProgressReported', stage: progress.current_stage, info: progress.progress_info, day2 } as const;
+    // One signal per stage change, never one per report: the install's history stays small. The report
+    // goes in the same UPDATE as the change: a second UPDATE of this row would make PostgreSQL check the
+    // row's cluster key, locking the cluster after the host, against every refresh's order (a deadlock).
+    const after = nextHostStatus(host.status, event)?.to ?? host.status;
+    const target = !sameStage || after !== host.status ? reportTarget(host, cluster) : undefined;
+    const reportPending = target ? pendingHostReport(target, { hostId, status: after, stage: progress.current_stage, info: progress.progress_info }) : undefined;
+    const { row, moved } = await applyHostEvent(ctx, trx, host, event, { patch: { doc, ...(reportPending ? { report_pending: reportPending } : {}) }, requestId });
     if (day2 && progress.current_stage === 'Joined' && !sameStage) await ctx.repos.events.add({ name: 'host_joined_cluster', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: 'joined (Joined)' }, requestId }, trx);
     // A finished host answers its install step no more (it rebooted into the installed system): close it,
     // and, once installed, every other step still out (its discovery agent is gone); a failed host is still asked for logs.
@@ -281,9 +289,7 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
       { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,
     );
-    // One signal per stage change, never one per report: the install's history stays small.
-    const changed = !sameStage || row.status !== host.status;
-    return { pending: changed && (await keepHostReport(trx, key, reportTarget(host, cluster), { hostId, status: row.status, stage: progress.current_stage, info: progress.progress_info })) };
+    return { pending: reportPending !== undefined };
   });
   if (change.pending) await deliverHostReport(ctx, key);
 }

@@ -57,10 +57,20 @@ export function reportTarget(host: Pick<HostRow, 'id' | 'doc'>, cluster: { id: s
   return cluster && cluster.install_attempt > 0 ? { workflowId: workflowIds.installCluster(cluster.id, cluster.install_attempt), signal: 'hostInstallReported' } : undefined;
 }
 
-/** Records, inside the transaction that changed the host, the report its install workflow must get. */
+/** The `report_pending` value, for a caller that writes it in its own UPDATE of the host. */
+export function pendingHostReport(target: ReportTarget, report: HostReport): PendingHostReport {
+  return { ...target, report };
+}
+
+/**
+ * Records, inside the transaction that changed the host, the report its
+ * install workflow must get. The caller holds the cluster's lock: a second
+ * UPDATE of a row in one transaction makes PostgreSQL check its foreign key,
+ * which locks the cluster (the lock order everywhere is cluster, then host).
+ */
 export async function keepHostReport(trx: Knex.Transaction, key: HostKey, target: ReportTarget | undefined, report: HostReport): Promise<boolean> {
   if (!target) return false;
-  const pending: PendingHostReport = { ...target, report };
+  const pending = pendingHostReport(target, report);
   await trx('hosts').where({ infra_env_id: key.infraEnvId, id: key.hostId }).update({ report_pending: JSON.stringify(pending) });
   return true;
 }
