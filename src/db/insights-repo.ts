@@ -19,6 +19,7 @@ export interface InsightsScope {
 export interface InsightsRows {
   events: InsightsEvent[];
   releases: Record<string, string>;
+  names: Record<string, string>;
   hosts: Record<string, { inventory: string | null; installation_disk_id?: string }>;
 }
 
@@ -53,14 +54,20 @@ export function createInsightsRepo(db: Knex) {
       const clusterIds = [...new Set(events.map((e) => e.cluster_id).filter((x): x is string => Boolean(x)))];
       const hostIds = [...new Set(events.map((e) => e.host_id).filter((x): x is string => Boolean(x)))];
       const releases: InsightsRows['releases'] = {};
-      if (clusterIds.length) for (const r of await db('clusters').select('id', 'openshift_version').whereIn('id', clusterIds)) releases[r.id as string] = r.openshift_version as string;
+      const names: InsightsRows['names'] = {};
+      if (clusterIds.length) {
+        for (const r of await db('clusters').select('id', 'name', 'openshift_version').whereIn('id', clusterIds)) {
+          releases[r.id as string] = r.openshift_version as string;
+          names[r.id as string] = r.name as string;
+        }
+      }
       const hosts: InsightsRows['hosts'] = {};
       if (hostIds.length) {
         for (const r of await db('hosts').select('id', 'inventory', db.raw("doc->>'installation_disk_id' as installation_disk_id")).whereIn('id', hostIds)) {
           hosts[r.id as string] = { inventory: (r.inventory as string | null) ?? null, ...(r.installation_disk_id ? { installation_disk_id: r.installation_disk_id as string } : {}) };
         }
       }
-      return { events, releases, hosts };
+      return { events, releases, names, hosts };
     },
   };
 }

@@ -47,6 +47,8 @@ export interface InsightsInput {
   events: InsightsEvent[];
   /** Release of each cluster still stored; events of deleted clusters count under `unknown`. */
   releases: Record<string, string>;
+  /** Name of each cluster still stored, to name the clusters behind a failure cause. */
+  names?: Record<string, string>;
   /** Inventory JSON (as the agent posted it) and chosen install disk of each host still stored. */
   hosts: Record<string, { inventory: string | null; installation_disk_id?: string | undefined }>;
 }
@@ -70,7 +72,8 @@ export interface InsightsReport {
   failures: {
     total: number;
     by_stage: Array<{ stage: string; count: number }>;
-    by_cause: Array<{ stage: string; kind: FailureKind; cause: string; count: number }>;
+    /** With the clusters whose attempts failed so (most recent first, at most MAX_CAUSE_CLUSTERS). */
+    by_cause: Array<{ stage: string; kind: FailureKind; cause: string; count: number; clusters: Array<{ id: string; name: string | null }> }>;
   };
   by_release: Array<{ release: string; attempts: number; installed: number; failed: number; cancelled: number; in_progress: number; success_rate: number | null }>;
   by_host_profile: Array<{ profile: string; cpu: string; ram: string; disk: string; hosts: number; installed: number; failed: number; failure_rate: number | null }>;
@@ -98,6 +101,9 @@ export const INSIGHTS_EVENT_NAMES = [
   'host_validation_fixed',
   'host_day2_install_started',
 ] as const;
+
+/** How many clusters a failure cause names: enough to open a few install reports. */
+export const MAX_CAUSE_CLUSTERS = 5;
 
 const TERMINAL: Record<string, Exclude<AttemptOutcome, 'in-progress'>> = {
   cluster_installation_completed: 'installed',
@@ -327,9 +333,14 @@ export function computeInsights(input: InsightsInput): InsightsReport {
   const eventualConcluded = cohort.filter(([, list]) => list.some((a) => a.outcome === 'installed') || list.at(-1)!.outcome !== 'in-progress');
 
   // Failures.
-  const failures = windowAttempts.flatMap((a) => a.failures);
+  const failures = windowAttempts.flatMap((a) => a.failures.map((f) => ({ ...f, clusterId: a.clusterId, startedAt: a.startedAt })));
   const byStage = tally(failures, (f) => f.stage);
-  const byCause = tally(failures, (f) => `${f.stage}\u0000${f.kind}\u0000${f.cause}`);
+  const causeKey = (f: Failure) => `${f.stage}\u0000${f.kind}\u0000${f.cause}`;
+  const byCause = tally(failures, causeKey);
+  const causeClusters = (key: string) => {
+    const ids = [...new Set(failures.filter((f) => causeKey(f) === key).sort((a, b) => b.startedAt - a.startedAt).map((f) => f.clusterId))];
+    return ids.slice(0, MAX_CAUSE_CLUSTERS).map((id) => ({ id, name: input.names?.[id] ?? null }));
+  };
 
   // By release.
   const releaseOf = (clusterId: string) => input.releases[clusterId] ?? 'unknown';
@@ -418,7 +429,7 @@ export function computeInsights(input: InsightsInput): InsightsReport {
     failures: {
       total: failures.length,
       by_stage: desc([...byStage.values()].map((v) => ({ stage: v.item.stage, count: v.count })), (x) => x.count, (x) => x.stage),
-      by_cause: desc([...byCause.values()].map((v) => ({ stage: v.item.stage, kind: v.item.kind, cause: v.item.cause, count: v.count })), (x) => x.count, (x) => `${x.stage} ${x.cause}`),
+      by_cause: desc([...byCause.entries()].map(([key, v]) => ({ stage: v.item.stage, kind: v.item.kind, cause: v.item.cause, count: v.count, clusters: causeClusters(key) })), (x) => x.count, (x) => `${x.stage} ${x.cause}`),
     },
     by_release: [...releases.entries()]
       .map(([release, list]) => {

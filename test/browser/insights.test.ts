@@ -136,7 +136,9 @@ describe('insights after seeded installs with known outcomes', () => {
     const failures = SEEDED.flatMap((s) => s.failures);
     expect(r.failures.total).toBe(failures.length);
     expect(r.failures.by_stage).toEqual([{ stage: WRITE_FAILURE.stage, count: failures.length }]);
-    expect(r.failures.by_cause).toEqual([{ ...WRITE_FAILURE, count: failures.length }]);
+    expect(r.failures.by_cause).toEqual([{ ...WRITE_FAILURE, count: failures.length, clusters: expect.any(Array) }]);
+    // The cause names the clusters it failed, to open their install reports.
+    expect(r.failures.by_cause[0].clusters.map((c: any) => [c.name, c.id]).sort()).toEqual(SEEDED.filter((x) => x.failures.length).map((x) => [x.name, clusters[x.name]!.clusterId]).sort());
     expect(r.by_release).toEqual(
       [...SEEDED]
         .sort((a, b) => a.release.localeCompare(b.release))
@@ -213,7 +215,7 @@ describe('insights after seeded installs with known outcomes', () => {
     expect(text.status).toBe(0);
     expect(text.stdout).toContain('installs started 3 (3 clusters): 2 installed, 1 failed, 0 cancelled, 0 running; 1 host retries');
     expect(text.stdout).toContain('first-attempt success 33.3% (1 of 3, no host retried); eventual success 66.7% (2 of 3)');
-    expect(text.stdout).toMatch(/^Writing image to disk\s+error\s+2\s+simulated failure at Writing image to disk$/m);
+    expect(text.stdout).toMatch(/^Writing image to disk\s+error\s+2\s+ins-(fail,ins-retry|retry,ins-fail)\s+simulated failure at Writing image to disk$/m);
     const bad = await cli(['--since', 'a week']);
     expect([bad.status, bad.stderr.trim()]).toEqual([2, 'landfall: --since: "a week" is not a duration like 90m, 24h or 7d']);
   });
@@ -246,6 +248,10 @@ describe('insights after seeded installs with known outcomes', () => {
       const releases = await page.getByTestId('by-release').locator('tbody tr').allInnerTexts();
       expect(releases.map((t) => t.split(/\s+/).join(' '))).toEqual(['1.30 1 0 1 0.0%', '1.31 1 1 0 100.0%', '1.32 1 1 0 100.0%']);
       expect(await page.getByTestId('failures-by-cause').innerText()).toContain('simulated failure at Writing image to disk');
+      // Each cluster behind the cause links to its page (the install report).
+      const causeLinks = page.getByTestId('failures-by-cause').getByRole('link');
+      expect((await causeLinks.allInnerTexts()).sort()).toEqual(['ins-fail', 'ins-retry']);
+      expect(await causeLinks.filter({ hasText: 'ins-fail' }).getAttribute('href')).toBe(`/clusters/${clusters['ins-fail']!.clusterId}`);
       expect(await page.getByTestId('by-host-profile').locator('tbody tr').count()).toBe(r.by_host_profile.length);
       expect(await page.getByTestId('validations').innerText()).toContain('hostname-valid');
       await page.screenshot({ path: path.join(SHOTS, 'insights.png'), fullPage: true });

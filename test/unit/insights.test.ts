@@ -212,9 +212,20 @@ describe('computeInsights over a window', () => {
       { stage: 'Writing image to disk', count: 1 },
     ]);
     expect(r.failures.by_cause).toEqual([
-      { stage: 'Installing', kind: 'error', cause: 'boom', count: 1 },
-      { stage: 'Writing image to disk', kind: 'error', cause: 'simulated failure at Writing image to disk', count: 1 },
+      { stage: 'Installing', kind: 'error', cause: 'boom', count: 1, clusters: [{ id: 'c', name: null }] },
+      { stage: 'Writing image to disk', kind: 'error', cause: 'simulated failure at Writing image to disk', count: 1, clusters: [{ id: 'b', name: null }] },
     ]);
+  });
+
+  it('a cause names its clusters, most recent attempt first, each once, at most five', () => {
+    const failAt = (t: number, c: string) => [prepare(t, c), stage(t + 1, c, `${c}1`, 'Installing'), stage(t + 2, c, `${c}1`, 'Failed', 'same'), clusterFailed(t + 3, c, 'Installing')];
+    const ids = ['p', 'q', 'r', 's', 't', 'u'];
+    const evs = [...ids.flatMap((c, i) => failAt(100 * (i + 1), c)), ...failAt(1000, 'p')];
+    const names = Object.fromEntries(ids.map((c) => [c, `cluster-${c}`]));
+    const cause = computeInsights({ ...WINDOW, events: evs, releases: {}, names, hosts: {} }).failures.by_cause;
+    expect(cause).toHaveLength(1);
+    expect(cause[0]!.count).toBe(7);
+    expect(cause[0]!.clusters).toEqual(['p', 'u', 't', 's', 'r'].map((id) => ({ id, name: `cluster-${id}` })));
   });
 
   it('by release, deleted clusters under unknown', () => {

@@ -1101,6 +1101,13 @@ export interface components {
                     kind: "error" | "timeout";
                     cause: string;
                     count: number;
+                    /** @description The clusters whose attempts failed so, most recent first (at most 5), to open their install reports. */
+                    clusters: {
+                        /** Format: uuid */
+                        id: string;
+                        /** @description null for a deleted cluster. */
+                        name: string | null;
+                    }[];
                 }[];
             };
             by_release: {

@@ -34,7 +34,7 @@ export function insightsText(r: Json): string {
     out.push('', title, table(headers, rows).trimEnd());
   };
   section('failures by stage', ['STAGE', 'FAILURES'], r.failures.by_stage.map((x: Json) => [x.stage, x.count]));
-  section('failures by cause', ['STAGE', 'KIND', 'FAILURES', 'CAUSE'], r.failures.by_cause.map((x: Json) => [x.stage, x.kind, x.count, x.cause]));
+  section('failures by cause', ['STAGE', 'KIND', 'FAILURES', 'CLUSTERS', 'CAUSE'], r.failures.by_cause.map((x: Json) => [x.stage, x.kind, x.count, (x.clusters as Json[]).map((c) => c.name ?? c.id).join(','), x.cause]));
   section('by release', ['RELEASE', 'ATTEMPTS', 'INSTALLED', 'FAILED', 'CANCELLED', 'RUNNING', 'SUCCESS'], r.by_release.map((x: Json) => [x.release, x.attempts, x.installed, x.failed, x.cancelled, x.in_progress, pct(x.success_rate)]));
   section('by host profile', ['CPU', 'RAM', 'INSTALL DISK', 'HOSTS', 'INSTALLED', 'FAILED', 'FAILURE RATE'], r.by_host_profile.map((x: Json) => [x.cpu, x.ram, x.disk, x.hosts, x.installed, x.failed, pct(x.failure_rate)]));
   section('stage durations', ['STAGE', 'SAMPLES', 'P50', 'P95'], r.stage_durations.map((x: Json) => [x.stage, x.count, secs(x.p50_seconds), secs(x.p95_seconds)]));

@@ -8,7 +8,8 @@
 import { useState } from 'react';
 import { api, type Insights } from '../api';
 import { useApi } from '../hooks';
-import { Empty, ErrorMessage, Loading, PageTitle } from '../components/ui';
+import { Empty, ErrorMessage, Link, Loading, PageTitle } from '../components/ui';
+import { clusterPath } from '../router';
 
 const RANGES = { '24h': 24, '7d': 24 * 7, '30d': 24 * 30, '90d': 24 * 90 } as const;
 type Range = keyof typeof RANGES;
@@ -150,6 +151,7 @@ function Report({ r }: { r: Insights }) {
               <th scope="col">Kind</th>
               <th scope="col">Cause</th>
               <th scope="col">Failures</th>
+              <th scope="col">Clusters</th>
             </tr>
           </thead>
           <tbody>
@@ -161,6 +163,13 @@ function Report({ r }: { r: Insights }) {
                 </td>
                 <td className="cause">{c.cause}</td>
                 <td className="num">{c.count}</td>
+                <td className="cause-clusters">
+                  {c.clusters.map((k) => (
+                    <Link key={k.id} href={clusterPath(k.id)}>
+                      {k.name ?? k.id.slice(0, 8)}
+                    </Link>
+                  ))}
+                </td>
               </tr>
             ))}
           </tbody>
