@@ -21,6 +21,7 @@ export interface DemoScenario {
   /** false: the cluster never becomes ready (a host cannot qualify); its hosts run for this long, then stop. */
   install?: false;
   holdSeconds?: number;
+  /** Cancel this long after the hosts started installing. */
   cancelAfterSeconds?: number;
   /** After the install failed: retry the failed host (it succeeds the second time) or leave it failed. */
   onFailure?: 'retry' | 'leave';
@@ -33,7 +34,7 @@ export const DEMO_SCENARIOS: readonly DemoScenario[] = [
   { key: 'broken-sno', release: '1.30', mix: 'failing-installer', count: 1, singleNode: true, onFailure: 'leave' },
   { key: 'renamed-host', release: '1.32', mix: 'control-plane:3,worker_bad_hostname:1', count: 4, fixes: [{ hostPrefix: 'worker_bad_hostname', afterSeconds: 20, action: 'rename' }] },
   { key: 'sno', release: '1.31', mix: 'control-plane', count: 1, singleNode: true },
-  { key: 'cancelled', release: '1.32', mix: 'control-plane:3', count: 3, cancelAfterSeconds: 3 },
+  { key: 'cancelled', release: '1.32', mix: 'control-plane:3', count: 3, cancelAfterSeconds: 2 },
   { key: 'undersized', release: '1.31', mix: 'control-plane:3,undersized:1', count: 4, install: false, holdSeconds: 60 },
 ];
 
@@ -119,12 +120,19 @@ export async function seedInsightsDemo(o: DemoInsightsOptions, signal: AbortSign
       }
       await waitFor('ready', 300_000, async () => (await status(id)) === 'ready');
       await call('POST', `/clusters/${id}/actions/install`);
+      const ended = ['installed', 'error', 'cancelled'];
       if (s.cancelAfterSeconds !== undefined) {
+        // Cancelled once hosts are writing: a cancel while preparing only takes the cluster back to ready.
+        await waitFor('the install to start', 300_000, async () => {
+          const now = await status(id);
+          return now.startsWith('installing') || ended.includes(now);
+        });
         await sleep(s.cancelAfterSeconds * 1000, signal);
         await call('POST', `/clusters/${id}/actions/cancel`);
+        ended.push('ready');
       }
       let final = '';
-      await waitFor('the install to end', 600_000, async () => ['installed', 'error', 'cancelled'].includes((final = await status(id))));
+      await waitFor('the install to end', 600_000, async () => ended.includes((final = await status(id))));
       if (final === 'error' && s.onFailure === 'retry') {
         const failed = (await hostsOf(ieId)).find((h) => h.status === 'error');
         if (failed) {

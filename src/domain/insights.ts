@@ -200,9 +200,12 @@ export function explainAttempt(clusterId: string, number: number, events: Insigh
   /** Host failures not yet attributed to a cluster failure, oldest first. */
   let unattributed: HostIncident[] = [];
 
+  /** Hosts stopped by a cancel: what they report afterwards ("installation stopped") is not a failure. */
+  const stopped = new Set<string>();
+  let cancelled = false;
   const hostFailed = (e: InsightsEvent, stage: string, kind: FailureKind, cause: string) => {
     const hostId = e.host_id!;
-    if (currentIncident.has(hostId)) return;
+    if (currentIncident.has(hostId) || stopped.has(hostId) || cancelled) return;
     const incident = { hostId, at: ms(e.event_time), stage: stage || 'Starting installation', kind, cause: cause || 'the host reported a failure without details' };
     currentIncident.set(hostId, incident);
     unattributed.push(incident);
@@ -226,6 +229,7 @@ export function explainAttempt(clusterId: string, number: number, events: Insigh
         if (p.kind === 'hard') hostFailed(e, str(p.stage), 'timeout', `stage ${str(p.stage)} ran past its hard timeout`);
         break;
       case 'host_status_updated':
+        if (p.new_status === 'cancelled') stopped.add(e.host_id!);
         if (p.new_status === 'error') hostFailed(e, lastStage.get(e.host_id!) ?? '', 'error', str(p.info).replace(/^Failed - ?/, ''));
         if (p.new_status === 'installed') hosts.set(e.host_id!, 'installed');
         break;
@@ -257,6 +261,11 @@ export function explainAttempt(clusterId: string, number: number, events: Insigh
       }
       case 'cluster_installation_reset':
         if (outcome === 'in-progress') outcome = 'cancelled';
+        cancelled = true;
+        break;
+      case 'cluster_installation_canceled':
+        outcome = 'cancelled';
+        cancelled = true;
         break;
       default:
         if (TERMINAL[e.name]) outcome = TERMINAL[e.name]!;

@@ -148,6 +148,14 @@ describe('explainAttempt: outcome and failure cause', () => {
       hosts: { h1: 'other' },
     },
     {
+      rule: 'what hosts report after a cancel ("installation stopped") is not a failure',
+      events: [prepare(0, 'c'), stage(5, 'c', 'h1', 'Installing'), stage(5, 'c', 'h2', 'Installing'), ev(9, 'host_status_updated', 'c', 'h1', { new_status: 'cancelled' }), ev(9, 'cluster_installation_canceled', 'c', null), ev(9.1, 'host_step_failed', 'c', 'h1', { step_type: 'install', error: 'installation stopped' }), ev(9.2, 'host_step_failed', 'c', 'h2', { step_type: 'install', error: 'installation stopped' })],
+      outcome: 'cancelled',
+      retries: 0,
+      failures: [],
+      hosts: { h1: 'other', h2: 'other' },
+    },
+    {
       rule: 'reset of a running attempt ends it as cancelled; a failed one stays failed',
       events: [prepare(0, 'c'), stage(5, 'c', 'h1', 'Failed', 'x'), clusterFailed(6, 'c', 'Starting installation'), ev(20, 'cluster_installation_reset', 'c', null)],
       outcome: 'failed',
