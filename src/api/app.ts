@@ -21,6 +21,7 @@ import { LANDFALL_API_BASE, loadOpenApiDocument, splitOpenApiDocument } from './
 import { insightsRoutes } from './landfall/insights.routes';
 import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
 import { unvalidatedRoutes } from './openapi/unvalidated-routes';
+import { requestShape } from './openapi/request-shape';
 
 export interface ApiDeps {
   logger: Logger;
@@ -127,6 +128,7 @@ export function createApp(deps: ApiDeps): Express {
     }
     next();
   });
+  app.use(BASE_PATH, requestShape(spec as never, BASE_PATH));
   cacheValidatorRouteMatchers();
   // Log uploads are streamed by their handler (busboy), not buffered by the validator.
   const unvalidated = (p: string) => /\/v2\/clusters\/[^/]+\/logs$/.test(p) || p.endsWith('/v2/openapi.json');

@@ -26,6 +26,8 @@ interface HttpishError {
   type?: string;
   expose?: boolean;
   message?: string;
+  /** The validator's 405 carries `Allow`, which RFC 9110 requires on a 405. */
+  headers?: Record<string, string>;
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
@@ -41,6 +43,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // body-parser and friends raise http-errors with a 4xx status and a safe message.
     const h = err as HttpishError;
     const status = h.status ?? h.statusCode;
+    if (status && status >= 400 && status < 500 && h.headers) res.set(h.headers);
     if (status && status >= 400 && status < 500 && Array.isArray(h.errors) && h.errors.length) {
       // OpenAPI validation: name each field ("body.name", "query.limit") and the rule it broke.
       const reason = h.errors

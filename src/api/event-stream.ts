@@ -23,7 +23,10 @@ export async function streamEvents(ctx: ServiceContext, p: Principal, req: Reque
   if (!clusterId && !infraEnvId && p.kind !== 'admin') throw badRequest('cluster_id or infra_env_id is required (only an administrator may follow every event)');
   if (clusterId) await loadCluster(ctx, p, clusterId);
   if (infraEnvId) await loadInfraEnv(ctx, p, infraEnvId);
-  const given = String(req.headers['last-event-id'] ?? req.query.after ?? '0').trim();
+  // An empty Last-Event-ID is no cursor (an EventSource that has seen no id sends none at all).
+  const rawHeader = req.headers['last-event-id'];
+  const header = (typeof rawHeader === 'string' ? rawHeader.trim() : undefined) || undefined;
+  const given = String(header ?? req.query.after ?? '0').trim();
   let cursor: number;
   if (given === 'latest') {
     const row = (await ctx.db('events').max('seq as seq').first()) as { seq: string | number | null } | undefined;
@@ -31,7 +34,7 @@ export async function streamEvents(ctx: ServiceContext, p: Principal, req: Reque
   } else {
     cursor = Number(given);
     // Checked before the 200 goes out: a cursor PostgreSQL's bigint cannot hold would fail the first query after it.
-    if (!/^\d{1,15}$/.test(given) || !Number.isSafeInteger(cursor)) throw badRequest(`${req.headers['last-event-id'] !== undefined ? 'Last-Event-ID' : 'after'}: must be an event id (a non-negative integer below 2^53) or "latest"`, { field: 'after' });
+    if (!/^\d{1,15}$/.test(given) || !Number.isSafeInteger(cursor)) throw badRequest(`${header !== undefined ? 'Last-Event-ID' : 'after'}: must be an event id (a non-negative integer below 2^53) or "latest"`, { field: 'after' });
   }
 
   res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });

@@ -169,18 +169,19 @@ export async function getCredentials(ctx: ServiceContext, p: Principal, id: stri
 
 const GENERATED_FILES = ['bootstrap.ign', 'master.ign', 'arbiter.ign', 'worker.ign', 'metadata.json'];
 
-export async function downloadClusterFile(ctx: ServiceContext, p: Principal, id: string, fileName: string): Promise<{ body: Buffer; contentType: string }> {
+/** A cluster file's bytes; the API sends every one as application/octet-stream, as assisted-service does. */
+export async function downloadClusterFile(ctx: ServiceContext, p: Principal, id: string, fileName: string): Promise<Buffer> {
   const c = await loadCluster(ctx, p, id);
-  if (fileName === 'install-config.yaml') return { body: Buffer.from(toYaml(installConfigOf(c, await ctx.repos.hosts.list({ clusterId: id })))), contentType: 'application/yaml' };
+  if (fileName === 'install-config.yaml') return Buffer.from(toYaml(installConfigOf(c, await ctx.repos.hosts.list({ clusterId: id }))));
   if (fileName === 'custom_manifests.json' || fileName === 'custom_manifests.yaml') {
     const list = (await ctx.repos.manifests.list(id)).map((m) => ({ folder: m.folder, file_name: m.file_name, content: Buffer.from(m.content, 'base64').toString('utf8') }));
-    return fileName.endsWith('.json') ? { body: Buffer.from(JSON.stringify(list)), contentType: 'application/json' } : { body: Buffer.from(toYaml(list)), contentType: 'application/yaml' };
+    return Buffer.from(fileName.endsWith('.json') ? JSON.stringify(list) : toYaml(list));
   }
   if (!GENERATED_FILES.includes(fileName)) throw badRequest(`file_name: unknown file "${fileName}"`, { field: 'file_name' });
   if (c.install_attempt === 0) throw conflict(`${fileName} is generated when the installation starts; the cluster is ${c.status}`);
   const key = `clusters/${id}/${fileName.endsWith('.ign') ? 'ignition/' : ''}${fileName}`;
   if (!(await ctx.store.stat(key))) throw conflict(`${fileName} has not been generated yet`);
-  return { body: await ctx.store.getBuffer(key), contentType: 'application/octet-stream' };
+  return ctx.store.getBuffer(key);
 }
 
 export async function updateFinalizingProgress(ctx: ServiceContext, p: Principal, id: string, stage: string): Promise<void> {

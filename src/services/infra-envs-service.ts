@@ -67,7 +67,8 @@ async function normalize(ctx: ServiceContext, p: Principal, body: Json, existing
     doc.static_network_config = JSON.stringify(body.static_network_config);
   }
   if (has('kernel_arguments')) checkKernelArguments(body.kernel_arguments as KernelArgument[]);
-  for (const k of PASSTHROUGH) if (body[k] !== undefined) doc[k] = body[k];
+  // null means "not given", as for assisted-service: stored, it would be a null the response schema refuses on every later GET.
+  for (const k of PASSTHROUGH) if (has(k)) doc[k] = body[k];
   if (creating && has('cluster_id')) {
     // Binding to a cluster the caller cannot see looks exactly like binding to one that does not exist.
     const cluster = await loadCluster(ctx, p, body.cluster_id as string);

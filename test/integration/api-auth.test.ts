@@ -76,6 +76,21 @@ describe('AUTH_TYPE=local', () => {
     expect(noBoundary.status).toBe(400);
   });
 
+  it('checks the streamed log routes\' query as the validator checks every other route (found by fuzzing: a repeated logs_type was read as "all", host_id=null was a 500)', async () => {
+    const base = `${h.base}/clusters/${aCluster}/logs`;
+    const bad = async (method: string, query: string, field: string) => {
+      const r = await fetch(`${base}?${query}`, { method, headers: method === 'GET' ? user('alice') : agent(aInfraEnv), body: method === 'GET' ? undefined : new FormData() });
+      const body = (await r.json()) as { reason: string; details?: { field?: string } };
+      expect([query, r.status, body.details?.field]).toEqual([query, 400, field]);
+    };
+    await bad('GET', 'logs_type=host&logs_type=host', 'logs_type');
+    await bad('GET', 'logs_type=everything', 'logs_type');
+    await bad('GET', 'host_id=null', 'host_id');
+    await bad('GET', 'verbose=true', 'verbose');
+    await bad('POST', `logs_type=host&infra_env_id=${aInfraEnv}&host_id=null`, 'host_id');
+    await bad('POST', `infra_env_id=${aInfraEnv}&host_id=${aHost}`, 'logs_type');
+  });
+
   it('answers the version, operator and manifest-download calls aicli makes to users only; a manifest of another user is not found', async () => {
     for (const path of ['component-versions', 'supported-operators']) {
       expect([path, (await call('GET', `${h.base}/${path}`)).status]).toEqual([path, 401]);

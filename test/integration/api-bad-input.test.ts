@@ -116,3 +116,57 @@ describe('bad input', () => {
     }
   });
 });
+
+/** What the Schemathesis suite (test/fuzz) found, each reproduced here. */
+describe('found by fuzzing', () => {
+  it('takes null for the infra-env fields it passes through as "not given": no null the response schema refuses (was a 500 on every later GET)', async () => {
+    const r = await call('PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { additional_trust_bundle: null, proxy: { http_proxy: null, https_proxy: 'http://proxy.example.com:3128', no_proxy: '' } } });
+    expect(r.status).toBe(201);
+    expect(r.body.additional_trust_bundle).not.toBeNull();
+    expect((await call('GET', `${h.base}/infra-envs/${infraEnvId}`)).status).toBe(200);
+    expect((await call('GET', `${h.base}/infra-envs?cluster_id=${clusterId}`)).status).toBe(200);
+  });
+
+  it('takes null for platform and fencing_credentials, which the document allows (they were 400s from the validator)', async () => {
+    const c = await call('POST', `${h.base}/clusters`, { body: { name: 'null-platform', openshift_version: '1.31', pull_secret: PULL_SECRET, platform: null } });
+    expect(c.status).toBe(201);
+    expect((await call('GET', `${h.base}/clusters/${c.body.id}`)).status).toBe(200);
+    expect((await call('DELETE', `${h.base}/clusters/${c.body.id}`)).status).toBe(204);
+    expect((await call('PATCH', H(), { body: { fencing_credentials: null } })).status).toBe(201);
+  });
+
+  it('reads an empty query value as not given where the schema admits it, as assisted-service does, and refuses it where it does not', async () => {
+    const hosts = await call('GET', `${C()}/hosts?status=`);
+    expect(hosts.status).toBe(200);
+    expect(hosts.body.map((x: { id: string }) => x.id)).toContain(hostId);
+    expect((await call('GET', `${h.base}/clusters?owner=&with_hosts=&ams_subscription_ids=`)).status).toBe(200);
+    expect((await call('GET', `${h.base}/events?cluster_id=${clusterId}&categories=&message=`)).status).toBe(200);
+    const role = await call('GET', `${C()}/hosts?role=`);
+    expect(role.status).toBe(400);
+    expect(role.body.reason).toMatch(/role/);
+    expect((await call('GET', `${h.base}/infra-envs?cluster_id=`)).status).toBe(400);
+  });
+
+  it('answers a request with no body where one is required with a 400 naming the body (was a 415 about an undefined media type)', async () => {
+    const r = await call('PUT', `${H()}/progress`);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ kind: 'Error', reason: 'body: required', details: { field: 'body' } });
+  });
+
+  it('names the allowed methods in a 405 (RFC 9110)', async () => {
+    const r = await call('DELETE', `${h.base}/clusters`);
+    expect(r.status).toBe(405);
+    expect(r.headers.get('allow')).toBe('GET, POST');
+  });
+
+  it('sends every documented download as application/octet-stream, as assisted-service does', async () => {
+    for (const name of ['discovery.ign', 'ipxe-script', 'static-network-config']) {
+      const r = await call('GET', `${h.base}/infra-envs/${infraEnvId}/downloads/files?file_name=${name}`);
+      expect([name, r.status, r.headers.get('content-type')]).toEqual([name, 200, 'application/octet-stream']);
+    }
+    for (const name of ['install-config.yaml', 'custom_manifests.json', 'custom_manifests.yaml']) {
+      const r = await call('GET', `${C()}/downloads/files?file_name=${name}`);
+      expect([name, r.status, r.headers.get('content-type')]).toEqual([name, 200, 'application/octet-stream']);
+    }
+  });
+});

@@ -59,6 +59,15 @@ describe('GET /v2/events/stream', () => {
     expect(resumed.every((e) => e.data.cluster_id === c.id)).toBe(true);
   });
 
+  it('takes an empty Last-Event-ID as no cursor (it was a 400) and refuses one that is not an event id', async () => {
+    const c = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-empty-id', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    const events = await readStream(`${h.base}/events/stream?cluster_id=${c.id}`, { 'Last-Event-ID': '' }, (ev) => ev.length > 0);
+    expect(events[0]!.name).toBe('cluster_registration_succeeded');
+    const bad = await call('GET', `${h.base}/events/stream?cluster_id=${c.id}`, { headers: { 'Last-Event-ID': 'abc' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.reason).toMatch(/last-event-id/i);
+  });
+
   it('needs a cluster or infra-env the caller can see; only an administrator may follow everything', async () => {
     expect((await call('GET', `${h.base}/events/stream?cluster_id=00000000-0000-4000-8000-000000000000`)).status).toBe(404);
     expect((await call('GET', `${h.base}/events/stream?cluster_id=00000000-0000-4000-8000-000000000000&after=soon`)).status).toBe(400);

@@ -45,8 +45,9 @@ const qBool = (req: Request, name: string): boolean | undefined => {
 
 const mergeHostIds = (list: string[] | undefined, one: string | undefined): string[] | undefined => (one ? [...new Set([...(list ?? []), one])] : list);
 
-function sendFile(res: Response, fileName: string, body: Buffer, contentType = 'application/octet-stream') {
-  res.status(200).setHeader('Content-Type', contentType).setHeader('Content-Disposition', `attachment; filename="${fileName}"`).send(body);
+/** Every documented download is application/octet-stream, as assisted-service answers them (its document says so too). */
+function sendFile(res: Response, fileName: string, body: Buffer) {
+  res.status(200).setHeader('Content-Type', 'application/octet-stream').setHeader('Content-Disposition', `attachment; filename="${fileName}"`).send(body);
 }
 
 export function assistedRoutes(ctx: ServiceContext): Router {
@@ -163,14 +164,13 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   });
   r.get('/v2/clusters/:cluster_id/downloads/files', async (req, res) => {
     const name = q(req, 'file_name')!;
-    const f = await files.downloadClusterFile(ctx, principal(res), param(req, 'cluster_id'), name);
-    sendFile(res, name, f.body, f.contentType);
+    sendFile(res, name, await files.downloadClusterFile(ctx, principal(res), param(req, 'cluster_id'), name));
   });
   r.get('/v2/clusters/:cluster_id/logs', async (req, res) => {
     const logsType = q(req, 'logs_type') ?? 'all';
     if (!['host', 'controller', 'all'].includes(logsType)) throw badRequest('logs_type: must be host, controller or all', { field: 'logs_type' });
     const f = await logs.downloadLogs(ctx, principal(res), param(req, 'cluster_id'), logsType, q(req, 'host_id'));
-    res.status(200).setHeader('Content-Type', 'application/gzip').setHeader('Content-Disposition', `attachment; filename="${f.fileName}"`);
+    res.status(200).setHeader('Content-Type', 'application/octet-stream').setHeader('Content-Disposition', `attachment; filename="${f.fileName}"`);
     // Headers are out: a failure from here on can only cut the download short.
     await pipeline(f.stream, res).catch(() => res.destroy());
   });
@@ -259,9 +259,9 @@ export function assistedRoutes(ctx: ServiceContext): Router {
     const { loadInfraEnv } = await import('../../services/access');
     const ie = await loadInfraEnv(ctx, principal(res), param(req, 'infra_env_id'));
     const name = q(req, 'file_name')!;
-    if (name === 'static-network-config') return sendFile(res, name, Buffer.from((ie.doc.static_network_config as string | undefined) ?? '[]'), 'application/json');
-    if (name === 'discovery.ign') return sendFile(res, name, Buffer.from(await infraEnvs.discoveryIgnitionFor(ctx, principal(res), ie.id)), 'application/vnd.coreos.ignition+json');
-    if (name === 'ipxe-script') return sendFile(res, name, Buffer.from(await infraEnvs.ipxeScript(ctx, principal(res), ie.id)), 'text/plain');
+    if (name === 'static-network-config') return sendFile(res, name, Buffer.from((ie.doc.static_network_config as string | undefined) ?? '[]'));
+    if (name === 'discovery.ign') return sendFile(res, name, Buffer.from(await infraEnvs.discoveryIgnitionFor(ctx, principal(res), ie.id)));
+    if (name === 'ipxe-script') return sendFile(res, name, Buffer.from(await infraEnvs.ipxeScript(ctx, principal(res), ie.id)));
     throw conflict(`file_name: ${name} is not a file of an infra-env`);
   });
 

@@ -1615,7 +1615,7 @@ export interface components {
             cluster_networks?: components["schemas"]["cluster_network"][] | null;
             service_networks?: components["schemas"]["service_network"][] | null;
             machine_networks?: components["schemas"]["machine_network"][] | null;
-            platform?: components["schemas"]["platform"] | null;
+            platform?: components["schemas"]["platform"] | (never | null);
             /**
              * @default x86_64
              * @enum {string}
@@ -2099,7 +2099,7 @@ export interface components {
             ignition_endpoint_token?: string | null;
             ignition_endpoint_http_headers?: components["schemas"]["ignition-endpoint-http-headers-params"][] | null;
             node_labels?: components["schemas"]["node-label-params"][] | null;
-            fencing_credentials?: components["schemas"]["fencing-credentials-params"] | null;
+            fencing_credentials?: components["schemas"]["fencing-credentials-params"] | (never | null);
         };
         /** @description One step for the agent to run. */
         step: {
@@ -4098,6 +4098,7 @@ export interface operations {
                     "application/json": components["schemas"]["bmc-host"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4161,6 +4162,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4188,6 +4190,7 @@ export interface operations {
                     "application/json": components["schemas"]["bmc-host-list"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4252,6 +4255,7 @@ export interface operations {
                     "application/json": components["schemas"]["bmc-host"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4279,6 +4283,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4398,6 +4403,7 @@ export interface operations {
                 after?: string;
             };
             header?: {
+                /** @description The last event id seen (what an EventSource sends on reconnecting), or "latest"; empty is none. */
                 "Last-Event-ID"?: string;
             };
             path?: never;
@@ -4411,7 +4417,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @description The event's sequence number; send it back as Last-Event-ID (or `after`) to resume. */
+                        id: string;
+                        /** @description The event's name. */
+                        event: string;
+                        /** @description The event as JSON (the `event` schema). */
+                        data: string;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,0 +1,84 @@
+/**
+ * What a request means before the OpenAPI validator judges it, where
+ * assisted-service (go-swagger) gives a shape a meaning the validator would
+ * refuse:
+ * - an empty query value (`?status=`) of a parameter whose schema admits the
+ *   empty string, or has a default, is a parameter not given: go-swagger's binders skip an empty
+ *   raw value, so a filter left empty lists everything. Where the schema does
+ *   not admit it (a boolean, an enum, a UUID, a number) the validator still
+ *   refuses it with a 400 naming the parameter.
+ * - a request with no body and no Content-Type is a request whose body is
+ *   absent: a 400 naming the body where the operation requires one (not a 415
+ *   about a media type nobody sent); otherwise JSON with no value.
+ */
+import type { RequestHandler } from 'express';
+import { badRequest } from '../../errors';
+
+type Schema = { type?: string; enum?: unknown[]; format?: string; pattern?: string; minLength?: number; items?: Schema; default?: unknown; $ref?: string };
+type Parameter = { name: string; in: string; schema?: Schema; $ref?: string };
+type Operation = { parameters?: Parameter[]; requestBody?: { required?: boolean } };
+type Spec = { paths: Record<string, Record<string, unknown>>; components?: { parameters?: Record<string, Parameter>; schemas?: Record<string, Schema> } };
+
+interface RouteShape {
+  pattern: RegExp;
+  methods: Map<string, { emptyQueryAllowed: Set<string>; bodyRequired: boolean }>;
+}
+
+function admitsEmpty(s: Schema | undefined, spec: Spec): boolean {
+  if (!s) return true;
+  if (s.$ref) return admitsEmpty(spec.components?.schemas?.[s.$ref.split('/').pop()!], spec);
+  // With a default, an empty value is the default (go-swagger leaves it in place).
+  if (s.default !== undefined) return true;
+  // An empty list (go-swagger splits an empty value into none).
+  if (s.type === 'array') return true;
+  return (s.type === undefined || s.type === 'string') && !s.enum && !s.format && !s.pattern && !(s.minLength && s.minLength > 0);
+}
+
+function shapes(spec: Spec, basePath: string): RouteShape[] {
+  const param = (p: Parameter) => (p.$ref ? spec.components!.parameters![p.$ref.split('/').pop()!]! : p);
+  return Object.entries(spec.paths).map(([template, ops]) => {
+    const common = ((ops.parameters as Parameter[] | undefined) ?? []).map(param);
+    const methods = new Map<string, { emptyQueryAllowed: Set<string>; bodyRequired: boolean }>();
+    for (const [method, raw] of Object.entries(ops)) {
+      if (method === 'parameters') continue;
+      const op = raw as Operation;
+      const query = [...common, ...(op.parameters ?? []).map(param)].filter((p) => p.in === 'query');
+      methods.set(method.toUpperCase(), { emptyQueryAllowed: new Set(query.filter((p) => admitsEmpty(p.schema, spec)).map((p) => p.name)), bodyRequired: op.requestBody?.required === true });
+    }
+    return { pattern: new RegExp(`^${basePath}${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`), methods };
+  });
+}
+
+export function requestShape(spec: Spec, basePath: string): RequestHandler {
+  const routes = shapes(spec, basePath);
+  return (req, _res, next) => {
+    const path = req.originalUrl.split('?')[0]!;
+    const op = routes.find((r) => r.pattern.test(path))?.methods.get(req.method === 'HEAD' ? 'GET' : req.method);
+    if (!op) return next();
+    const q = req.url.indexOf('?');
+    if (q >= 0) {
+      const pairs = req.url.slice(q + 1).split('&');
+      const kept = pairs.filter((pair) => {
+        const eq = pair.indexOf('=');
+        const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq));
+        const empty = eq < 0 || eq === pair.length - 1;
+        return !(empty && name !== undefined && op.emptyQueryAllowed.has(name));
+      });
+      if (kept.length !== pairs.length) req.url = kept.length ? `${req.url.slice(0, q)}?${kept.join('&')}` : req.url.slice(0, q);
+    }
+    const noBody = !req.headers['transfer-encoding'] && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0');
+    if (noBody && !req.headers['content-type'] && ['POST', 'PUT', 'PATCH'].includes(req.method)) {
+      if (op.bodyRequired) return next(badRequest('body: required', { field: 'body' }));
+      req.headers['content-type'] = 'application/json';
+    }
+    next();
+  };
+}
+
+function decodeURIComponentSafe(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
