@@ -141,6 +141,10 @@ describe('found by fuzzing', () => {
     expect(hosts.body.map((x: { id: string }) => x.id)).toContain(hostId);
     expect((await call('GET', `${h.base}/clusters?owner=&with_hosts=&ams_subscription_ids=`)).status).toBe(200);
     expect((await call('GET', `${h.base}/events?cluster_id=${clusterId}&categories=&message=`)).status).toBe(200);
+    // A space spelt `+` (form encoding, as Python's requests sends it) and characters encodeURIComponent leaves
+    // as they are were refused as unencoded reserved characters.
+    expect((await call('GET', `${h.base}/events?cluster_id=${clusterId}&message=Registered+cluster`)).status).toBe(200);
+    expect((await call('GET', `${h.base}/events?cluster_id=${clusterId}&message=it's%20(fine)!`)).status).toBe(200);
     const role = await call('GET', `${C()}/hosts?role=`);
     expect(role.status).toBe(400);
     expect(role.body.reason).toMatch(/role/);

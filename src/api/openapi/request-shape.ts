@@ -7,6 +7,8 @@
  *   raw value, so a filter left empty lists everything. Where the schema does
  *   not admit it (a boolean, an enum, a UUID, a number) the validator still
  *   refuses it with a 400 naming the parameter.
+ * - `+` in a query is a space, as in form encoding, and a reserved character
+ *   left unencoded is that character (normalizeQuery).
  * - a request with no body and no Content-Type is a request whose body is
  *   absent: a 400 naming the body where the operation requires one (not a 415
  *   about a media type nobody sent); otherwise JSON with no value.
@@ -21,7 +23,14 @@ type Spec = { paths: Record<string, Record<string, unknown>>; components?: { par
 
 interface RouteShape {
   pattern: RegExp;
-  methods: Map<string, { emptyQueryAllowed: Set<string>; bodyRequired: boolean }>;
+  methods: Map<string, OperationShape>;
+}
+
+interface OperationShape {
+  emptyQueryAllowed: Set<string>;
+  /** Array parameters, whose items a raw comma separates. */
+  arrayQuery: Set<string>;
+  bodyRequired: boolean;
 }
 
 function admitsEmpty(s: Schema | undefined, spec: Spec): boolean {
@@ -38,12 +47,16 @@ function shapes(spec: Spec, basePath: string): RouteShape[] {
   const param = (p: Parameter) => (p.$ref ? spec.components!.parameters![p.$ref.split('/').pop()!]! : p);
   return Object.entries(spec.paths).map(([template, ops]) => {
     const common = ((ops.parameters as Parameter[] | undefined) ?? []).map(param);
-    const methods = new Map<string, { emptyQueryAllowed: Set<string>; bodyRequired: boolean }>();
+    const methods = new Map<string, OperationShape>();
     for (const [method, raw] of Object.entries(ops)) {
       if (method === 'parameters') continue;
       const op = raw as Operation;
       const query = [...common, ...(op.parameters ?? []).map(param)].filter((p) => p.in === 'query');
-      methods.set(method.toUpperCase(), { emptyQueryAllowed: new Set(query.filter((p) => admitsEmpty(p.schema, spec)).map((p) => p.name)), bodyRequired: op.requestBody?.required === true });
+      methods.set(method.toUpperCase(), {
+        emptyQueryAllowed: new Set(query.filter((p) => admitsEmpty(p.schema, spec)).map((p) => p.name)),
+        arrayQuery: new Set(query.filter((p) => p.schema?.type === 'array').map((p) => p.name)),
+        bodyRequired: op.requestBody?.required === true,
+      });
     }
     return { pattern: new RegExp(`^${basePath}${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`), methods };
   });
@@ -57,14 +70,14 @@ export function requestShape(spec: Spec, basePath: string): RequestHandler {
     if (!op) return next();
     const q = req.url.indexOf('?');
     if (q >= 0) {
-      const pairs = req.url.slice(q + 1).split('&');
-      const kept = pairs.filter((pair) => {
-        const eq = pair.indexOf('=');
-        const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq));
-        const empty = eq < 0 || eq === pair.length - 1;
-        return !(empty && name !== undefined && op.emptyQueryAllowed.has(name));
-      });
-      if (kept.length !== pairs.length) req.url = kept.length ? `${req.url.slice(0, q)}?${kept.join('&')}` : req.url.slice(0, q);
+      const raw = req.url.slice(q + 1);
+      const query = normalizeQuery(raw, op);
+      if (query !== raw) {
+        // The validator reads the query from originalUrl (its reserved-character check), Express from url.
+        req.url = query ? `${req.url.slice(0, q)}?${query}` : req.url.slice(0, q);
+        const o = req.originalUrl.indexOf('?');
+        req.originalUrl = query ? `${req.originalUrl.slice(0, o)}?${query}` : req.originalUrl.slice(0, o);
+      }
     }
     const noBody = !req.headers['transfer-encoding'] && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0');
     if (noBody && !req.headers['content-type'] && ['POST', 'PUT', 'PATCH'].includes(req.method)) {
@@ -73,6 +86,39 @@ export function requestShape(spec: Spec, basePath: string): RequestHandler {
     }
     next();
   };
+}
+
+/**
+ * Drops empty values the operation reads as "not given", and spells every name and value in one
+ * encoding: a space as %20 (not `+`), and every reserved character percent-encoded, but the commas
+ * between an array's items. The validator refuses a value with an unencoded reserved character
+ * (`+`, `'`, `(`, `!` …, which form encoding and encodeURIComponent leave as they are), where
+ * assisted-service reads the value as decoded; the meaning does not change.
+ */
+function normalizeQuery(raw: string, op: OperationShape): string {
+  const out: string[] = [];
+  for (const pair of raw.split('&')) {
+    const eq = pair.indexOf('=');
+    const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq));
+    const value = eq < 0 ? '' : decodeURIComponentSafe(pair.slice(eq + 1));
+    // Undecodable: left for the validator to refuse as it is.
+    if (name === undefined || value === undefined) {
+      out.push(pair);
+      continue;
+    }
+    if (value === '' && op.emptyQueryAllowed.has(name)) continue;
+    if (eq < 0) {
+      out.push(pair);
+      continue;
+    }
+    const encoded = strictEncode(value);
+    out.push(`${strictEncode(name)}=${op.arrayQuery.has(name) ? encoded.replace(/%2C/g, ',') : encoded}`);
+  }
+  return out.join('&');
+}
+
+function strictEncode(s: string): string {
+  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 function decodeURIComponentSafe(s: string): string | undefined {
