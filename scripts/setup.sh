@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently; `npm start` and `npm test` run it first.
 #   --test   also the tools only the tests need (MinIO, coreos-installer, the assisted-service Python client,
-#            the upstream assisted-installer agent, Temporal's time-skipping test server,
+#            Schemathesis, the upstream assisted-installer agent, Temporal's time-skipping test server,
 #            kube-apiserver + etcd for the operator)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,7 @@ if [ "${1:-}" = "--test" ]; then
   bash scripts/install-ignition-validate.sh
   bash scripts/install-coreos-installer.sh
   bash scripts/install-compat-venv.sh
+  bash scripts/install-fuzz-venv.sh
   bash scripts/install-assisted-agent.sh
   # sushy-tools (Redfish emulator) and libvirt for the BMC tests (test/bmc)
   bash scripts/install-bmc-emulator.sh
