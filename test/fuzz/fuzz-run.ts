@@ -115,8 +115,8 @@ export async function runSchemathesis(run: FuzzRun): Promise<FuzzResult> {
     config,
     'run',
     `${run.apiUrl}/api/assisted-install/v2/openapi.json`,
-    '--url',
-    `${run.apiUrl}/api/assisted-install`,
+    // No base URL: the document's servers, read against where it was loaded from, give each path its base
+    // (/api/assisted-install, and /api/landfall for Landfall's own paths).
     '--checks',
     'all',
     '--max-time',
@@ -138,7 +138,7 @@ export async function runSchemathesis(run: FuzzRun): Promise<FuzzResult> {
     execFile(
       SCHEMATHESIS,
       args,
-      { cwd: run.dir, timeout: (run.maxTimeSeconds + 120) * 1000, maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH!, HOME: run.dir, LANDFALL_FUZZ_SEEDS: seeds, PYTHONUNBUFFERED: '1' } },
+      { cwd: run.dir, timeout: (run.maxTimeSeconds + 120) * 1000, maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH!, HOME: run.dir, LANDFALL_FUZZ_SEEDS: seeds, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' } },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, output: `${stdout}${stderr ? `\n--- stderr ---\n${stderr}` : ''}${err?.killed ? '\n(killed: timed out)' : ''}` }),
     );
   });

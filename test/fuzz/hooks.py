@@ -16,7 +16,7 @@ cannot say everything the API checks (a pull secret must be JSON with "auths", a
 be empty, networks must not overlap, a log upload must be a .tar.gz: what assisted-service checks
 too), and a NUL character anywhere is a 400 by design (PostgreSQL cannot store it). So an ST202 is
 dropped when its 400 is one of those rules, and kept when the 400 came from the OpenAPI validator
-(its reason starts with the request part, `body.`, `query.`, `params.`, `headers.`): that is the
+(its reason is the request part and the field's path, then a colon: `query.role: …`): that is the
 document disagreeing with itself, a real failure. Dropped ones are counted by reason in the stats.
 
 Every request is counted (seeded or not, by status); the counts are written to the seeds' `stats`
@@ -48,7 +48,8 @@ rng = random.Random(SEEDS.get("seed", 1))
 lock = threading.Lock()
 seeded_cases: set[str] = set()
 stats = {"requests": 0, "seeded": 0, "seeded_by_status": {}, "by_status": {}, "disposable_chains": 0, "semantic_400_dropped": {}}
-VALIDATOR_REASON = re.compile(r"^(body|query|params|headers|path)[.:\[]")
+# The validator's reasons: the request part and the field's path, a colon, the rule ("query.role: must be …").
+VALIDATOR_REASON = re.compile(r"^(body|query|params|headers|path)([.\[][^:\s]*)?: ")
 NUL_REASON = "must not contain a NUL (\\u0000) character"
 
 

@@ -155,6 +155,10 @@ describe('found by fuzzing', () => {
     const r = await call('PUT', `${H()}/progress`);
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ kind: 'Error', reason: 'body: required', details: { field: 'body' } });
+    // A literal path beside a templated one (/v2/clusters/import, /v2/clusters/{cluster_id}) is told apart.
+    const imported = await call('POST', `${h.base}/clusters/import`);
+    expect(imported.status).toBe(400);
+    expect(imported.body.reason).not.toMatch(/media type/);
   });
 
   it('names the allowed methods in a 405 (RFC 9110)', async () => {

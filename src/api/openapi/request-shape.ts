@@ -45,7 +45,9 @@ function admitsEmpty(s: Schema | undefined, spec: Spec): boolean {
 
 function shapes(spec: Spec, basePath: string): RouteShape[] {
   const param = (p: Parameter) => (p.$ref ? spec.components!.parameters![p.$ref.split('/').pop()!]! : p);
-  return Object.entries(spec.paths).map(([template, ops]) => {
+  // Literal paths before templated ones (/v2/clusters/import before /v2/clusters/{cluster_id}), as routers match.
+  const templates = Object.entries(spec.paths).sort(([a], [b]) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));
+  return templates.map(([template, ops]) => {
     const common = ((ops.parameters as Parameter[] | undefined) ?? []).map(param);
     const methods = new Map<string, OperationShape>();
     for (const [method, raw] of Object.entries(ops)) {
@@ -66,7 +68,8 @@ export function requestShape(spec: Spec, basePath: string): RequestHandler {
   const routes = shapes(spec, basePath);
   return (req, _res, next) => {
     const path = req.originalUrl.split('?')[0]!;
-    const op = routes.find((r) => r.pattern.test(path))?.methods.get(req.method === 'HEAD' ? 'GET' : req.method);
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    const op = routes.find((r) => r.methods.has(method) && r.pattern.test(path))?.methods.get(method);
     if (!op) return next();
     const q = req.url.indexOf('?');
     if (q >= 0) {
