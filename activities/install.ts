@@ -112,11 +112,18 @@ export function createInstallActivities(ctx: ServiceContext) {
 
       // Hosts begin the pre-install checks; the install disk speed arrives as a step reply.
       const prepared = await ctx.db.transaction(async (trx) => {
-        await ctx.repos.clusters.getForUpdate(input.clusterId, trx);
+        const locked = await ctx.repos.clusters.getForUpdate(input.clusterId, trx);
+        // Cancelled before this ran (the cluster went back to ready and its hosts stay known): move no host,
+        // or they would sit in preparing under a ready cluster. The workflow learns of the cancel by its signal.
+        const stillPreparing = locked?.status === 'preparing-for-installation';
         const rows = await clusterHosts(input.clusterId, trx).forUpdate();
         const clusterFactsHosts = rows.map((r) => hostFacts(r, now));
         const out: PreparedHost[] = [];
         for (const [i, r] of rows.entries()) {
+          if (!stillPreparing) {
+            out.push({ hostId: r.id, infraEnvId: r.infra_env_id, role: effectiveRole(clusterFactsHosts[i]!, { controlPlaneCount: cp } as never) === 'worker' ? 'worker' : 'master', status: r.status });
+            continue;
+          }
           let moved = await moveHost(ctx, trx, r, { type: 'InstallStarted' });
           // The agent does not resend an identical disk-speed result (its reply cache), so one measured before decides now.
           const ok = diskSpeedOk((moved.doc as Json).disks_info as string | undefined);

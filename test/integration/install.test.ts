@@ -154,6 +154,26 @@ describe('install orchestration', () => {
     }
   });
 
+  it('a cancel that comes before the preparation ran moves no host: the cluster is ready, its hosts known', async () => {
+    const c = await readyCluster(h, 'cancel-early', 'control-plane:3', 3);
+    try {
+      // No worker: the install's workflow is started but its preparation has not run when the cancel comes.
+      await h.withoutWorker(async () => {
+        expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+        const cancelled = await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/cancel`);
+        expect([cancelled.status, cancelled.body.status]).toEqual([202, 'ready']);
+      });
+      // The worker comes back and runs the preparation the workflow had scheduled, then sees the cancel.
+      const wf = await h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`).result();
+      expect(wf.phase).toBe('cancelled');
+      expect((await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.status).toBe('ready');
+      expect((await h.api.db('hosts').where({ cluster_id: c.clusterId }).pluck('status')).sort()).toEqual(['known', 'known', 'known']);
+      expect(await h.api.db('host_steps').where({ step_type: 'install' }).whereIn('host_id', h.api.db('hosts').where({ cluster_id: c.clusterId }).select('id')).count('* as n').first()).toEqual({ n: '0' });
+    } finally {
+      await c.report();
+    }
+  });
+
   it('holds a host that boots the discovery image again after Rebooting, and follows it once fixed', async () => {
     const c = await readyCluster(h, 'boot-iso', `control-plane:3,worker:1,${path.join(FIXTURE_PROFILES, 'worker-boots-iso.yaml')}:1`, 5);
     try {

@@ -20,6 +20,8 @@ export interface InstallHarness {
   temporal: Awaited<ReturnType<typeof startTestTemporal>>;
   worker: RunningWorker;
   client: Client;
+  /** Stops the worker, runs `meanwhile` with none running, then starts a fresh one (single-process mode). */
+  withoutWorker(meanwhile: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -30,7 +32,7 @@ export async function startInstallHarness(env: Record<string, string> = {}): Pro
   const cfg = parseConfig({ DATABASE_URL: api.pg.url, TEMPORAL_ADDRESS: temporal.address, STORAGE_LOCAL_DIR: objects, HOST_MONITOR_INTERVAL_MS: '60000', ...env });
   const replicas = testReplicas();
   // N worker processes, or one worker in this process.
-  const worker: RunningWorker =
+  let worker: RunningWorker =
     replicas > 1
       ? await startWorkerReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, api.pg.url.split('/').pop()!)
       : await startWorker(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'worker'));
@@ -38,8 +40,18 @@ export async function startInstallHarness(env: Record<string, string> = {}): Pro
   return {
     api,
     temporal,
-    worker,
+    get worker() {
+      return worker;
+    },
     client,
+    async withoutWorker(meanwhile) {
+      await worker.shutdown();
+      try {
+        await meanwhile();
+      } finally {
+        worker = await startWorker(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'worker'));
+      }
+    },
     async stop() {
       await client.connection.close();
       await worker.shutdown();
