@@ -95,7 +95,8 @@ async function main(): Promise<void> {
     await sleep((rampSeconds + 20) * 1000);
     fleetStop.abort();
     await fleet;
-    await sleep(3000);
+    // Let the last changes drain (a loaded machine delays them by seconds), so they are not counted as never carried.
+    await sleep(10_000);
 
     // A change is carried once the Agent shows the host's current status: the first moment from the
     // change on when the Agent's state equals Landfall's. A status that lasted a few milliseconds may
