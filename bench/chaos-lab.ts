@@ -318,17 +318,21 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     /** One install, from an empty cluster to its end; the only person acting is the retry of a victim host. */
     const install = async (f: Fleet): Promise<void> => {
       const until = started + o.deadlineMs;
+      // The user presses Install once the cluster is ready. A 409 means it was not ready on the
+      // service's fresh look (a validation flapping on a loaded machine): wait for ready and press again.
       for (;;) {
         const c = await clusterStatus(f);
-        if (c.status === 'ready') break;
-        if (Date.now() > until) throw new Error(`${f.name} never became ready: ${c.status} ${c.status_info}`);
-        await sleep(500);
-      }
-      const r = await api(stack.url, 'POST', `/clusters/${f.clusterId}/actions/install`);
-      if (r.status !== 202) {
+        if (Date.now() > until) throw new Error(`${f.name} never started installing: ${c.status} ${c.status_info}`);
+        if (c.status !== 'ready') {
+          await sleep(500);
+          continue;
+        }
+        const r = await api(stack.url, 'POST', `/clusters/${f.clusterId}/actions/install`);
+        if (r.status === 202) break;
         // The answer to an accepted install may have been lost with its API process; the cluster says.
-        const c = await clusterStatus(f);
-        if (!['preparing-for-installation', 'installing', 'installing-in-progress', 'finalizing', 'installed'].includes(c.status)) throw new Error(`${f.name}: install refused (${r.status}): ${JSON.stringify(r.body)}`);
+        const after = await clusterStatus(f);
+        if (['preparing-for-installation', 'installing', 'installing-in-progress', 'finalizing', 'installed'].includes(after.status)) break;
+        o.log(`${f.name}: install refused (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}; pressed again once ready`);
       }
       o.log(`${f.name}: install started`);
       let victimDone = !f.single;
