@@ -1,0 +1,53 @@
+/**
+ * A host's last install report, taken while Temporal is down, still reaches
+ * the install workflow once Temporal is back, with no further report from the
+ * host: it is kept with the change in PostgreSQL (report_pending) and sent by
+ * the host monitor's sweep. Before, the signal failed, the agent's repeat
+ * changed nothing, and the workflow waited for a report that never came.
+ */
+import path from 'node:path';
+import { getInstallProgress } from '../../workflows/install-cluster.messages';
+import { call } from '../support/api-harness';
+import { FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
+import { eventually, startTestTemporal } from '../support/services';
+
+let h: InstallHarness;
+let restarted: Awaited<ReturnType<typeof startTestTemporal>> | undefined;
+beforeAll(async () => {
+  h = await startInstallHarness({ HOST_MONITOR_INTERVAL_MS: '2000' });
+});
+afterAll(async () => {
+  await h?.stop();
+  await restarted?.stop();
+});
+
+it('delivers the Done report the workflow missed while Temporal was down, by itself', async () => {
+  const c = await readyCluster(h, 'missed', path.join(FIXTURE_PROFILES, 'control-plane-stalls.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
+  try {
+    expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+    await waitClusterStatus(h, c.clusterId, ['installing'], 60_000);
+    const host = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0] as { id: string };
+    await eventually(async () => (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].progress?.current_stage === 'Starting installation', 30_000, 'the first stage');
+    // The host's installer reports the rest (its agent sits in its first stage for 10 minutes).
+    const progress = (stage: string) => call('PUT', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${host.id}/progress`, { body: { current_stage: stage } });
+    for (const stage of ['Installing', 'Waiting for bootkube', 'Writing image to disk', 'Rebooting', 'Joined']) expect([stage, (await progress(stage)).status]).toEqual([stage, 200]);
+    const workflow = () => h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`);
+    await eventually(async () => (await workflow().query(getInstallProgress)).hosts[0]?.stage === 'Joined', 30_000, 'the workflow at Joined');
+
+    // Temporal goes away; the last report is taken (stored) but cannot be signalled: 503, try again.
+    await h.temporal.stop();
+    const done = await progress('Done');
+    expect(done.status).toBe(503);
+    expect(done.headers.get('retry-after')).toBe('5');
+    expect((await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].status).toBe('installed');
+    expect((await h.api.db('hosts').where({ id: host.id }).first()).report_pending).toMatchObject({ report: { status: 'installed', stage: 'Done' } });
+
+    // Temporal is back; nobody reports anything more: the sweep sends what the workflow missed.
+    restarted = await startTestTemporal({ port: h.temporal.port, dbFile: h.temporal.dbFile });
+    await eventually(async () => (await workflow().query(getInstallProgress)).hosts[0]?.status === 'installed', 90_000, 'the workflow hearing Done');
+    await eventually(async () => (await h.api.db('hosts').where({ id: host.id }).first()).report_pending === null, 30_000, 'the pending report cleared');
+    expect(['finalizing', 'installed']).toContain((await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.status);
+  } finally {
+    await c.report();
+  }
+});
