@@ -14,8 +14,8 @@ const PG_UNAVAILABLE = /^(08...|57P0[1-4]|53300)$/;
 const SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 /** gRPC status codes the Temporal client reports for a server it cannot reach: UNAVAILABLE, DEADLINE_EXCEEDED. */
 const GRPC_UNAVAILABLE = new Set([14, 4]);
-/** Messages the pg driver and knex give without a code. */
-const MESSAGES = [/Connection terminated/i, /Timeout acquiring a connection/i, /Client has encountered a connection error/i, /terminating connection due to/i, /the database system is (starting up|shutting down|in recovery mode)/i, /Failed to connect before the deadline/i, /No connection established/i];
+/** Messages the pg driver and knex give without a code ("timeout expired": pg's connect timeout, a server restarting or swamped). */
+const MESSAGES = [/Connection terminated/i, /^timeout expired$/, /Timeout acquiring a connection/i, /Client has encountered a connection error/i, /terminating connection due to/i, /the database system is (starting up|shutting down|in recovery mode)/i, /Failed to connect before the deadline/i, /No connection established/i];
 
 /** The dependency, when the error names it; 'a dependency' for a bare socket error. */
 export type Dependency = 'postgresql' | 'temporal' | 'a dependency';

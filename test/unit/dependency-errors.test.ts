@@ -15,6 +15,8 @@ describe('unavailableDependency', () => {
     expect(unavailableDependency(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }))).toBe('postgresql');
     expect(unavailableDependency(Object.assign(new Error('the database system is starting up'), { code: '57P03', severity: 'FATAL' }))).toBe('postgresql');
     expect(unavailableDependency(new Error('Connection terminated unexpectedly'))).toBe('postgresql');
+    // pg's connect timeout (seen 39 times in a chaos run while PostgreSQL restarted).
+    expect(unavailableDependency(new Error('timeout expired'))).toBe('postgresql');
     expect(unavailableDependency(Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' }))).toBe('postgresql');
   });
 
