@@ -13,7 +13,7 @@
  * undelivered; and the API answered 503, never another 5xx, while a
  * dependency was away.
  */
-import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runChaos } from '../../bench/chaos-lab';
 import { tempDir } from '../support/services';
@@ -26,6 +26,8 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
   const logFile = path.join(ARTIFACTS, 'chaos.log');
   writeFileSync(logFile, `seed ${seed}\n`);
   const log = (line: string) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
+  const dir = tempDir('chaos');
+  log(`dir ${dir}`);
   const report = await runChaos({
     seed,
     clusters: 2,
@@ -34,7 +36,7 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
     killsPerComponent: 1,
     gapMs: [1000, 4000],
     downMs: [2000, 5000],
-    dir: tempDir('chaos'),
+    dir,
     log,
     deadlineMs: 200_000,
   });
@@ -64,4 +66,6 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
   expect(report.serverErrors).toEqual([]);
   expect(Object.keys(report.answers.by5xx).filter((s) => s !== '503')).toEqual([]);
   expect(report.answers.during.dependencyDown503).toBeGreaterThan(0);
+  // Kept when anything above failed: every process's log is in <dir>/logs.
+  rmSync(dir, { recursive: true, force: true });
 }, 240_000);
