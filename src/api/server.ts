@@ -7,7 +7,7 @@ import { buildServiceContext } from '../services/build-context';
 import { EventWakeups } from './event-wakeups';
 import { createMetrics } from '../metrics';
 import { createObjectStore } from '../storage';
-import { createTemporalClient, pingTemporal } from '../temporal/client';
+import { closeTemporalClient, createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
 
 export interface RunningApi {
@@ -60,7 +60,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await Promise.allSettled([eventWakeups.close(), db.destroy(), temporal.connection.close()]);
+      await Promise.allSettled([eventWakeups.close(), db.destroy(), closeTemporalClient(temporal)]);
     },
   };
 }
