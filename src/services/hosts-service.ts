@@ -8,6 +8,7 @@ import { loadCluster, loadHost, loadInfraEnv } from './access';
 import { refreshCluster, refreshForHost } from './refresh-service';
 import { requestHostRetry } from './install-signals';
 import { isDay2Host, retryDay2HostInstall } from './day2-service';
+import { unavailableDependency } from '../api/dependency-errors';
 
 /** Host states in which a user may edit role, hostname and disks (reference §1a). */
 export const HOST_EDITABLE = ['discovering', 'known', 'disconnected', 'insufficient', 'pending-for-input'];
@@ -128,6 +129,8 @@ export async function retryHostInstall(ctx: ServiceContext, p: Principal, infraE
     if (isDay2Host(host)) await retryDay2HostInstall(ctx, host);
     else await requestHostRetry(ctx, cluster, hostId);
   } catch (err) {
+    // Temporal away is an outage to wait out (503), not a refusal.
+    if (unavailableDependency(err)) throw err;
     // The workflow's validator explains why (host not in error, install not running).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
     throw conflict(`host ${hostId} cannot be retried: ${cause.split('\n')[0]}`);
