@@ -1,8 +1,10 @@
 /**
  * Arguments of the steps handed out on a poll (reference §6). The poll is the
  * hot path, so what every host of a cluster needs (its peers' addresses) is
- * cached per cluster for a few seconds in this process instead of loaded on
- * every poll of every host.
+ * kept per cluster in this process instead of loaded on every poll of every
+ * host. It is a cache whose loss changes no answer: each use checks a
+ * fingerprint of the cluster's rows (one small aggregate query), so every API
+ * process hands out the same arguments as soon as a row changed.
  */
 import { createHash } from 'node:crypto';
 import type { HostRow } from '../db/rows';
@@ -14,7 +16,7 @@ import type { ServiceContext } from './context';
 import { DEFAULT_INSTALL_IMAGES } from '../install/install-request';
 
 interface ClusterView {
-  at: number;
+  fingerprint: string;
   name: string;
   baseDomain?: string;
   ntp: string;
@@ -22,21 +24,29 @@ interface ClusterView {
   peers: Array<{ host_id: string; nics: Array<{ name: string; mac: string; ip_addresses: string[] }> }>;
 }
 
-const TTL_MS = 5000;
 /** Above this many peers a host probes a rotating sample (AS admits at most 150 connectivity steps a minute past 150 hosts). */
 const MAX_PEERS = 150;
 const cache = new Map<string, ClusterView>();
 
 async function clusterView(ctx: ServiceContext, clusterId: string): Promise<ClusterView | undefined> {
+  // Any change to the cluster or to one of its hosts moves updated_at; a host leaving moves the count.
+  const stamp = (await ctx.db.raw(
+    // As text: microseconds, which a JavaScript Date would round away.
+    `select (select updated_at::text from clusters where id = ?) as c, max(updated_at)::text as h, count(*)::text as n from hosts where cluster_id = ?`,
+    [clusterId, clusterId],
+  )) as { rows: Array<{ c: string | null; h: string | null; n: string }> };
+  const s = stamp.rows[0]!;
+  if (!s.c) return undefined;
+  const fingerprint = `${s.c}/${s.h ?? ''}/${s.n}`;
   const hit = cache.get(clusterId);
-  if (hit && ctx.now().getTime() - hit.at < TTL_MS) return hit;
+  if (hit?.fingerprint === fingerprint) return hit;
   const cluster = await ctx.repos.clusters.get(clusterId);
   if (!cluster) return undefined;
   // Ordered: the peer list is the step's argument, and a list that reorders with every row update looks changed and goes out again.
   const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').orderBy('id').select('id', 'inventory');
   const d = cluster.doc as Record<string, unknown>;
   const view: ClusterView = {
-    at: ctx.now().getTime(),
+    fingerprint,
     name: cluster.name,
     baseDomain: (d.base_dns_domain as string | undefined) || undefined,
     ntp: (d.additional_ntp_source as string | undefined) ?? '',

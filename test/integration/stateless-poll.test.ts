@@ -67,3 +67,26 @@ it('hands an install step out again only while its host has reported no stage (t
   expect(again).toContain('logs-gather-x');
   expect(again).not.toContain('install-a1');
 });
+
+it('hands out the same peer list from every process as soon as a host joins (no process keeps an older one)', async () => {
+  const c = (await call('POST', `${a.base}/clusters`, { body: { name: 'peers', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
+  const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: 'peers-ie', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+  const [h1, h2, h3] = [randomUUID(), randomUUID(), randomUUID()];
+  const join = async (base: string, id: string, n: number) => {
+    expect((await call('POST', `${base}/infra-envs/${ie.id}/hosts`, { body: { host_id: id } })).status).toBe(201);
+    expect((await call('POST', `${base}/infra-envs/${ie.id}/hosts/${id}/instructions`, { body: { step_type: 'inventory', step_id: `inventory-${n}`, output: inventory(`p${n}`, `10.9.1.${n}`) } })).status).toBe(204);
+  };
+  await join(a.base, h1, 21);
+  await join(a.base, h2, 22);
+  const peersOf = async (base: string) => {
+    const step = ((await call('GET', `${base}/infra-envs/${ie.id}/hosts/${h1}/instructions`)).body.instructions as Array<{ step_type: string; args: string[] }>).find((s) => s.step_type === 'connectivity-check');
+    return step ? step.args.join(' ') : undefined;
+  };
+  // Process A hands out the peer list it now knows (and keeps it).
+  expect(await peersOf(a.base)).toContain('10.9.1.22');
+  // A third host joins through process B; at once, A's next answer names it (its kept list was checked, not trusted).
+  await join(bBase, h3, 23);
+  const next = await peersOf(a.base);
+  expect(next).toContain('10.9.1.23');
+  expect(next).toContain('10.9.1.22');
+});
