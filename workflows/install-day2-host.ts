@@ -16,8 +16,10 @@ import { DEFAULT_TIMEOUTS } from './install-cluster.messages';
 import { day2HostReported, day2HostReset, getDay2HostProgress, retryDay2Host, type Day2InstallInput, type Day2Progress } from './install-day2-host.messages';
 
 const retry: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['not_found', 'no_cluster_ca', 'not_retryable'] };
-const acts = proxyActivities<Day2Activities>({ startToCloseTimeout: '2 minutes', retry });
-const installActs = proxyActivities<Pick<InstallActivities, 'reportStageTimeout'>>({ startToCloseTimeout: '2 minutes', retry });
+// Activities heartbeat as they run (activities/heartbeat.ts): one on a killed worker is retried after 15 s, not after 2 minutes.
+// (Timeouts are not part of the determinism check: saved histories replay unchanged.)
+const acts = proxyActivities<Day2Activities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '15 seconds', retry });
+const installActs = proxyActivities<Pick<InstallActivities, 'reportStageTimeout'>>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '15 seconds', retry });
 
 /** Statuses in which the host is on its way and its stage clock runs. */
 const FOLLOWED = ['installing', 'installing-in-progress', 'added-to-existing-cluster'];
