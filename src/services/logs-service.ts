@@ -108,9 +108,14 @@ export async function downloadLogs(ctx: ServiceContext, p: Principal, clusterId:
   let objects = await ctx.store.list(prefix);
   if (logsType === 'host' || hostId) objects = objects.filter((o) => o.key.startsWith(`${prefix}host/`) && (!hostId || o.key === hostKey(clusterId, hostId)));
   if (logsType === 'controller') objects = objects.filter((o) => o.key.startsWith(`${prefix}controller/`));
-  if (!objects.length) throw conflict(`no ${hostId ? `logs of host ${hostId}` : `${logsType} logs`} have been uploaded for cluster ${clusterId} yet`);
+  const none = () => conflict(`no ${hostId ? `logs of host ${hostId}` : `${logsType} logs`} have been uploaded for cluster ${clusterId} yet`);
+  if (!objects.length) throw none();
   const fileName = `${c.name}_${clusterId}_${logsType}.tar.gz`;
-  if (objects.length === 1 && logsType !== 'all') return { fileName, stream: await ctx.store.getStream(objects[0]!.key) };
+  if (objects.length === 1 && logsType !== 'all') {
+    const opened = await ctx.store.open(objects[0]!.key);
+    if (!opened) throw none(); // removed since the listing (a reset)
+    return { fileName, stream: opened.stream };
+  }
 
   const hosts = new Map((await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).select('id', 'requested_hostname', 'inventory')).map((h) => [h.id, h]));
   const entryName = (key: string) => {
@@ -125,8 +130,11 @@ export async function downloadLogs(ctx: ServiceContext, p: Principal, clusterId:
   // Entries are written one after another; each object is streamed from the store into its entry.
   void (async () => {
     for (const o of objects) {
-      const entry = archive.entry({ name: entryName(o.key), size: o.sizeBytes, mtime: o.modifiedAt, mode: 0o644 });
-      await pipeline(await ctx.store.getStream(o.key), entry);
+      // The size is the one of the version being read, not the listed one: a host may upload again meanwhile.
+      const opened = await ctx.store.open(o.key);
+      if (!opened) continue; // removed since the listing
+      const entry = archive.entry({ name: entryName(o.key), size: opened.sizeBytes, mtime: o.modifiedAt, mode: 0o644 });
+      await pipeline(opened.stream, entry);
     }
     archive.finalize();
   })().catch((err: unknown) => archive.destroy(err as Error));

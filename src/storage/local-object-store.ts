@@ -50,6 +50,25 @@ export class LocalObjectStore implements ObjectStore {
     return createReadStream(p);
   }
 
+  async open(key: string): Promise<{ stream: Readable; sizeBytes: number } | null> {
+    // One descriptor for the size and the bytes: a put renames a new file in, this one keeps the old inode.
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(this.pathOf(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const s = await handle.stat();
+      if (!s.isFile()) throw new Error(`not an object: ${key}`);
+      return { stream: handle.createReadStream(), sizeBytes: s.size };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
   async getBuffer(key: string): Promise<Buffer> {
     return streamToBuffer(await this.getStream(key));
   }

@@ -17,6 +17,12 @@ export interface ObjectStore {
   /** Resolves to null when the key does not exist. */
   stat(key: string): Promise<ObjectInfo | null>;
   getStream(key: string): Promise<Readable>;
+  /**
+   * The object's bytes and their count, of one and the same version even if
+   * the key is written again meanwhile (a tar entry must state its size before
+   * its bytes). Resolves to null when the key does not exist.
+   */
+  open(key: string): Promise<{ stream: Readable; sizeBytes: number } | null>;
   getBuffer(key: string): Promise<Buffer>;
   delete(key: string): Promise<void>;
   list(prefix: string): Promise<ObjectInfo[]>;

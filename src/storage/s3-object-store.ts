@@ -74,6 +74,24 @@ export class S3ObjectStore implements ObjectStore {
     return this.client.getObject(this.s.bucket, key);
   }
 
+  async open(key: string): Promise<{ stream: Readable; sizeBytes: number } | null> {
+    assertValidKey(key);
+    await this.ensureBucket();
+    try {
+      const stream = await this.client.getObject(this.s.bucket, key);
+      // The answer to this GET says how long its own body is; S3 serves one version to a GET from start to end.
+      const length = Number((stream as Readable & { headers?: Record<string, string> }).headers?.['content-length']);
+      if (Number.isFinite(length)) return { stream, sizeBytes: length };
+      const info = await this.stat(key);
+      if (!info) return null;
+      return { stream, sizeBytes: info.sizeBytes };
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'NotFound' || code === 'NoSuchKey') return null;
+      throw err;
+    }
+  }
+
   async getBuffer(key: string): Promise<Buffer> {
     return streamToBuffer(await this.getStream(key));
   }

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { S3ObjectStore } from '../../src/storage/s3-object-store';
+import { streamToBuffer } from '../../src/storage/object-store';
 import { startTestMinio, type TestMinio } from '../support/services';
 
 let minio: TestMinio;
@@ -32,6 +33,18 @@ describe('S3ObjectStore against a real MinIO', () => {
     ]);
     await store.delete('clusters/c1/master.ign');
     expect(await store.stat('clusters/c1/master.ign')).toBeNull();
+  });
+
+  it('opens one version: the size its GET answered and those bytes, while the key is written again', async () => {
+    const store = storeFor('landfall-open');
+    await store.put('logs/h.tar.gz', Buffer.alloc(1000, 1));
+    const opened = (await store.open('logs/h.tar.gz'))!;
+    expect(opened.sizeBytes).toBe(1000);
+    const bytes = await streamToBuffer(opened.stream);
+    expect([bytes.length, bytes.every((b) => b === 1)]).toEqual([1000, true]);
+    await store.put('logs/h.tar.gz', Buffer.alloc(5000, 2));
+    expect((await store.open('logs/h.tar.gz'))!.sizeBytes).toBe(5000);
+    expect(await store.open('logs/none')).toBeNull();
   });
 
   it('fails ping with wrong credentials and does not echo the secret', async () => {

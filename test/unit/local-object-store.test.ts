@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { LocalObjectStore } from '../../src/storage/local-object-store';
-import { assertValidKey } from '../../src/storage/object-store';
+import { assertValidKey, streamToBuffer } from '../../src/storage/object-store';
 import { tempDir } from '../support/services';
 
 describe('object keys', () => {
@@ -44,6 +44,17 @@ describe('LocalObjectStore', () => {
     });
     await expect(store.put('k', failing)).rejects.toThrow('connection reset');
     expect((await store.getBuffer('k')).toString()).toBe('original');
+  });
+
+  it('opens one version: its size and bytes stay those of the object opened while the key is written again', async () => {
+    const store = new LocalObjectStore(tempDir('objects'));
+    await store.put('logs/h.tar.gz', Buffer.alloc(1000, 1));
+    const opened = (await store.open('logs/h.tar.gz'))!;
+    await store.put('logs/h.tar.gz', Buffer.alloc(5000, 2));
+    const bytes = await streamToBuffer(opened.stream);
+    expect([opened.sizeBytes, bytes.length, bytes.every((b) => b === 1)]).toEqual([1000, 1000, true]);
+    expect((await store.open('logs/h.tar.gz'))!.sizeBytes).toBe(5000);
+    expect(await store.open('logs/none')).toBeNull();
   });
 
   it('fails readiness when its root cannot be a directory', async () => {

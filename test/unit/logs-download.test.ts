@@ -36,6 +36,9 @@ function fakeContext(sizeBytes: number) {
       s.on('close', () => read.closed++);
       return s;
     },
+    async open(key: string) {
+      return { stream: await store.getStream(key), sizeBytes };
+    },
   };
   const db = () => ({ where: () => ({ select: async () => [{ id: 'a1', requested_hostname: 'master-0', inventory: null }] }) });
   const ctx = { store, db, repos: { clusters: { get: async () => ({ id: CLUSTER, name: 'demo', owner: 'x' }) }, infraEnvs: { idsBoundTo: async () => [] } } } as unknown as ServiceContext;
