@@ -114,6 +114,21 @@ export async function runDev(cfgIn: Config): Promise<void> {
   let stopping = false;
   let localKube: LocalApiserver | undefined;
 
+  /** Runs a component as a child process, started again with backoff whenever it dies (until stopping). */
+  const supervise = (name: 'api' | 'worker' | 'operator', componentCfg: Config) => {
+    const restarter = new Restarter(name, logger, () => stopping, async () => launch());
+    const launch = () => {
+      const child = spawnComponent(name, componentCfg);
+      children.push(child);
+      child.once('exit', (code, signal) => {
+        children.splice(children.indexOf(child), 1);
+        void restarter.died({ code, signal });
+      });
+    };
+    launch();
+    restarter.started();
+  };
+
   /**
    * LANDFALL_OPERATOR=1: a local kube-apiserver (built by scripts/install-kube-apiserver.sh), the
    * CRDs, and `landfall operator` as one more restarted child, with an administrator token.
@@ -130,17 +145,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
       token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'user', sub: 'landfall-operator', admin: true });
     }
     const opCfg: Config = { ...cfg, operator: { ...cfg.operator, kubeconfig: localKube.kubeconfigPath, landfallUrl: `http://localhost:${cfg.api.port}`, landfallToken: token, installCrds: true } };
-    const restarter = new Restarter('operator', logger, () => stopping, async () => launch());
-    const launch = () => {
-      const child = spawnComponent('operator', opCfg);
-      children.push(child);
-      child.once('exit', (code, signal) => {
-        children.splice(children.indexOf(child), 1);
-        void restarter.died({ code, signal });
-      });
-    };
-    launch();
-    restarter.started();
+    supervise('operator', opCfg);
     return localKube;
   };
 
@@ -213,19 +218,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
       await db.destroy();
     }
 
-    for (const name of ['api', 'worker'] as const) {
-      const restarter = new Restarter(name, logger, () => stopping, async () => launch());
-      const launch = () => {
-        const child = spawnComponent(name, cfg);
-        children.push(child);
-        child.once('exit', (code, signal) => {
-          children.splice(children.indexOf(child), 1);
-          void restarter.died({ code, signal });
-        });
-      };
-      launch();
-      restarter.started();
-    }
+    for (const name of ['api', 'worker'] as const) supervise(name, cfg);
     const apiUrl = `http://localhost:${cfg.api.port}`;
     await waitReady(apiUrl, 60000, children);
     const kube = cfg.operator.devEnabled ? await startDevOperator() : undefined;

@@ -86,28 +86,7 @@ export function generateClusterPki(): ClusterPki {
 
 /** The admin kubeconfig handed to the user once the cluster is installed. */
 export function adminKubeconfig(pki: ClusterPki, clusterName: string, server: string): string {
-  const b64 = (s: string) => Buffer.from(s).toString('base64');
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    `- name: ${clusterName}`,
-    '  cluster:',
-    `    server: ${server}`,
-    `    certificate-authority-data: ${b64(pki.ca.certPem)}`,
-    'users:',
-    `- name: admin@${clusterName}`,
-    '  user:',
-    `    client-certificate-data: ${b64(pki.admin.certPem)}`,
-    `    client-key-data: ${b64(pki.admin.keyPem)}`,
-    'contexts:',
-    `- name: admin@${clusterName}`,
-    '  context:',
-    `    cluster: ${clusterName}`,
-    `    user: admin@${clusterName}`,
-    `current-context: admin@${clusterName}`,
-    '',
-  ].join('\n');
+  return clientKubeconfig(pki.ca.certPem, `admin@${clusterName}`, pki.admin, clusterName, server, `admin@${clusterName}`);
 }
 
 /**
@@ -134,7 +113,7 @@ export function mintJoinCredential(pki: ClusterPki, validForMs: number): JoinCre
 }
 
 /** A kubeconfig for one client certificate (the admin's, or a day-2 host's join credential). */
-export function clientKubeconfig(caPem: string, user: string, cert: KeyPairPem, clusterName: string, server: string): string {
+export function clientKubeconfig(caPem: string, user: string, cert: KeyPairPem, clusterName: string, server: string, context = `${user}@${clusterName}`): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   return [
     'apiVersion: v1',
@@ -150,11 +129,11 @@ export function clientKubeconfig(caPem: string, user: string, cert: KeyPairPem, 
     `    client-certificate-data: ${b64(cert.certPem)}`,
     `    client-key-data: ${b64(cert.keyPem)}`,
     'contexts:',
-    `- name: ${user}@${clusterName}`,
+    `- name: ${context}`,
     '  context:',
     `    cluster: ${clusterName}`,
     `    user: ${user}`,
-    `current-context: ${user}@${clusterName}`,
+    `current-context: ${context}`,
     '',
   ].join('\n');
 }
