@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { HostRow } from '../src/db/rows';
 import type { ServiceContext } from '../src/services/context';
 import { hostFacts } from '../src/services/facts-builder';
-import { hostnameFromInventory } from '../src/api/assisted/presenters';
+import { hostDisplayName } from '../src/api/assisted/presenters';
 import { installCmdRequest } from '../src/install/install-request';
 import { mintJoinCredential, type ClusterPki } from '../src/install/pki';
 import { day2IgnitionKey, day2JoinIgnition, importedClusterPointerIgnition } from '../src/install/day2-ignition';
@@ -29,8 +29,6 @@ interface Day2Step {
 }
 
 export function createDay2Activities(ctx: ServiceContext) {
-  const name = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
-
   /**
    * The host's Ignition with a fresh join credential, and its install step.
    * Runs in the caller's transaction, with the host row locked.
@@ -49,8 +47,8 @@ export function createDay2Activities(ctx: ServiceContext) {
       const pki = JSON.parse(pkiText) as ClusterPki;
       const cred = mintJoinCredential(pki, JOIN_CREDENTIAL_TTL_MS);
       expires = cred.notAfter;
-      ignition = day2JoinIgnition(pki, { clusterName: cluster.name, controlPlaneEndpoint: `${apiVip ?? apiName ?? '127.0.0.1'}:6443`, nodeName: name(h), sshAuthorizedKey: (d.ssh_public_key as string | undefined) || undefined }, cred);
-      await ctx.repos.events.add({ name: 'host_join_credential_minted', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: cluster.id, props: { host_name: name(h), token_id: cred.tokenId, expires_at: cred.notAfter } }, trx);
+      ignition = day2JoinIgnition(pki, { clusterName: cluster.name, controlPlaneEndpoint: `${apiVip ?? apiName ?? '127.0.0.1'}:6443`, nodeName: hostDisplayName(h), sshAuthorizedKey: (d.ssh_public_key as string | undefined) || undefined }, cred);
+      await ctx.repos.events.add({ name: 'host_join_credential_minted', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: cluster.id, props: { host_name: hostDisplayName(h), token_id: cred.tokenId, expires_at: cred.notAfter } }, trx);
     } else if (apiName) {
       // An imported cluster's CA is not ours: the cluster serves its own worker config, as with assisted-service.
       ignition = importedClusterPointerIgnition(apiName);
@@ -103,7 +101,7 @@ export function createDay2Activities(ctx: ServiceContext) {
         if ((h.doc as Json).day2_prepared === stepId) return { credentialExpiresAt: (h.doc as Json).day2_credential_expires_at as string | undefined };
         if (h.status !== 'error') throw ApplicationFailure.nonRetryable(`host ${h.id} is ${h.status}; only a host in error can be retried`, 'not_retryable');
         const { row: moved } = await applyHostEvent(ctx, trx, h, { type: 'RetryRequested' }, { patch: { doc: { ...(h.doc as Json), progress: {} } } });
-        await ctx.repos.events.add({ name: 'host_install_retried', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, props: { host_name: name(h), retry: input.retry } }, trx);
+        await ctx.repos.events.add({ name: 'host_install_retried', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, props: { host_name: hostDisplayName(h), retry: input.retry } }, trx);
         return handOut(trx, input, moved, stepId);
       });
     },
@@ -122,7 +120,7 @@ export function createDay2Activities(ctx: ServiceContext) {
         const h = await lockedHost(trx, { ...input, attempt: 0 });
         if ((h.doc as Json).day2_installed_at) return;
         await ctx.repos.hosts.update({ infraEnvId: h.infra_env_id, hostId: h.id }, { doc: { ...(h.doc as Json), day2_installed_at: ctx.now().toISOString() } }, trx);
-        await ctx.repos.events.add({ name: 'host_joined_cluster', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, props: { host_name: name(h), stage: 'ready: the host is installed' } }, trx);
+        await ctx.repos.events.add({ name: 'host_joined_cluster', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: input.clusterId, props: { host_name: hostDisplayName(h), stage: 'ready: the host is installed' } }, trx);
       });
     },
   };

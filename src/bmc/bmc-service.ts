@@ -12,7 +12,7 @@ import type { Principal } from '../auth/principal';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import type { ServiceContext } from '../services/context';
 import { loadHost, loadInfraEnv } from '../services/access';
-import { hostnameFromInventory } from '../api/assisted/presenters';
+import { hostDisplayName } from '../api/assisted/presenters';
 import type { HostRow } from '../db/rows';
 import { TASK_QUEUE, workflowIds } from '../temporal/names';
 import { BmcAddressError, normaliseMac, parseBmcAddress, type BmcAddress } from './address';
@@ -85,7 +85,6 @@ export function presentBmc(r: BmcRow) {
   };
 }
 
-const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
 
 /** The host's view of its BMC, kept in its document so every host response shows it (never the credentials). */
 async function projectOnHost(ctx: ServiceContext, trx: Knex.Transaction, h: HostRow, r: BmcRow | undefined): Promise<void> {
@@ -114,7 +113,7 @@ export async function setHostBmc(ctx: ServiceContext, p: Principal, infraEnvId: 
         ? await bmc.repo.update(id, fields, trx)
         : await bmc.repo.insert({ id, infra_env_id: infraEnvId, host_id: hostId, system_uuid: null, status: 'attached', status_info: 'Given by the user for this host', ...fields }, trx);
       await projectOnHost(ctx, trx, host, row);
-      await ctx.repos.events.add({ name: 'host_bmc_set', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostName(host), bmc_address: row.address, simulated: simulatedSuffix(row.address) } }, trx);
+      await ctx.repos.events.add({ name: 'host_bmc_set', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), bmc_address: row.address, simulated: simulatedSuffix(row.address) } }, trx);
       return row;
     });
   } catch (err) {
@@ -137,7 +136,7 @@ export async function deleteHostBmc(ctx: ServiceContext, p: Principal, infraEnvI
     await ports(ctx).repo.delete(row.id, trx);
     if (host) {
       await projectOnHost(ctx, trx, host, undefined);
-      await ctx.repos.events.add({ name: 'host_bmc_removed', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostName(host), bmc_address: row.address } }, trx);
+      await ctx.repos.events.add({ name: 'host_bmc_removed', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), bmc_address: row.address } }, trx);
     }
   });
 }
@@ -217,7 +216,7 @@ export async function attachEnrolledBmc(ctx: ServiceContext, trx: Knex.Transacti
   const moved = await bmc.repo.applyEvent(trx, match.id, { type: 'HostMatched', hostId, by }, ctx.repos.events, { host_id: hostId });
   if (!moved) return;
   await projectOnHost(ctx, trx, host, moved);
-  await ctx.repos.events.add({ name: 'host_bmc_set', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostName(host), bmc_address: moved.address, simulated: simulatedSuffix(moved.address) } }, trx);
+  await ctx.repos.events.add({ name: 'host_bmc_set', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), bmc_address: moved.address, simulated: simulatedSuffix(moved.address) } }, trx);
 }
 
 /** MAC addresses of a normalised inventory document (a string, as stored). */

@@ -12,7 +12,7 @@ import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
 import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, skippedFor, stepId } from '../domain/host-steps';
 import { checkStageTransition, stageRole } from '../domain/install-stages';
-import { hostnameFromInventory } from '../api/assisted/presenters';
+import { hostDisplayName } from '../api/assisted/presenters';
 import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
@@ -33,7 +33,6 @@ import { day2IgnitionKey } from '../install/day2-ignition';
 /** A step handed out but never answered is handed out again after this long. */
 const RESEND_AFTER_MS = 10 * 60 * 1000;
 
-const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
 
 export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
@@ -194,7 +193,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     const earlier = { pending: Boolean(host.report_pending) };
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
-      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
       // An install step that fails is the host failing its install (reference §3), unless it is the
       // install step of a try that already ended: the reply of a failed try can arrive after the host
       // was retried (install-a1 after install-a1-r1 went out), and must not fail the new try.
@@ -281,12 +280,12 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     const target = !sameStage || after !== host.status ? reportTarget(host, cluster) : undefined;
     const reportPending = target ? pendingHostReport(target, { hostId, status: after, stage: progress.current_stage, info: progress.progress_info }) : undefined;
     const { row, moved } = await applyHostEvent(ctx, trx, host, event, { patch: { doc, ...(reportPending ? { report_pending: reportPending } : {}) }, requestId });
-    if (day2 && progress.current_stage === 'Joined' && !sameStage) await ctx.repos.events.add({ name: 'host_joined_cluster', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: 'joined (Joined)' }, requestId }, trx);
+    if (day2 && progress.current_stage === 'Joined' && !sameStage) await ctx.repos.events.add({ name: 'host_joined_cluster', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(row), stage: 'joined (Joined)' }, requestId }, trx);
     // A finished host answers its install step no more (it rebooted into the installed system): close it,
     // and, once installed, every other step still out (its discovery agent is gone); a failed host is still asked for logs.
     if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, row.status === 'installed' ? undefined : 'install', trx);
     await ctx.repos.events.add(
-      { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
+      { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
       trx,
     );
     return { pending: reportPending !== undefined };

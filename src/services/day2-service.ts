@@ -21,7 +21,7 @@ import { clusterNameProblem } from '../domain/input-rules';
 import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
 import { applyClusterEvent, applyHostEvent, createCluster } from './status-writer';
 import { withBuiltinOperators } from '../domain/lifecycle/components';
-import { hostnameFromInventory } from '../api/assisted/presenters';
+import { hostDisplayName } from '../api/assisted/presenters';
 import { refreshForHost } from './refresh-service';
 import { TASK_QUEUE, SEARCH_ATTRIBUTES, workflowIds } from '../temporal/names';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -35,7 +35,6 @@ export const DAY2_HOST_KIND = 'AddToExistingClusterHost';
 
 export const isDay2Cluster = (c: Pick<ClusterRow, 'doc'> | undefined): boolean => (c?.doc as Json | undefined)?.kind === ADD_HOSTS_CLUSTER;
 export const isDay2Host = (h: Pick<HostRow, 'doc'>): boolean => (h.doc as Json).kind === DAY2_HOST_KIND;
-const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
 
 /** "api.<name>.<base domain>" → its base domain and cluster name (assisted-service derives both from the API name). */
 export function importedNames(apiDnsName: string): { baseDomain?: string; name?: string } {
@@ -128,7 +127,7 @@ export async function installDay2Host(ctx: ServiceContext, p: Principal, infraEn
     if (h.status !== 'known') throw conflict(`cannot install host in state ${h.status} after refresh`);
     const attempt = Number((h.doc as Json).day2_attempt ?? 0) + 1;
     const { row: moved } = await applyHostEvent(ctx, trx, h, { type: 'Day2InstallRequested' }, { patch: { role: 'worker', doc: { ...(h.doc as Json), day2_attempt: attempt, progress: {} } }, requestId });
-    await ctx.repos.events.add({ name: 'host_day2_install_started', hostId, infraEnvId, clusterId: cluster.id, props: { host_name: hostName(h), cluster_name: cluster.name, attempt }, requestId }, trx);
+    await ctx.repos.events.add({ name: 'host_day2_install_started', hostId, infraEnvId, clusterId: cluster.id, props: { host_name: hostDisplayName(h), cluster_name: cluster.name, attempt }, requestId }, trx);
     return { row: moved, cluster };
   });
   const attempt = Number((row.doc as Json).day2_attempt);
@@ -166,7 +165,7 @@ export async function resetDay2Host(ctx: ServiceContext, p: Principal, infraEnvI
     const h = (await ctx.repos.hosts.getForUpdate(key, trx))!;
     if (!nextHostStatus(h.status, { type: 'ResetInstallation' })) throw conflict(`host ${hostId} cannot be reset in status ${h.status}`);
     const { row: moved } = await applyHostEvent(ctx, trx, h, { type: 'ResetInstallation' }, { requestId });
-    await ctx.repos.events.add({ name: 'host_day2_install_reset', hostId, infraEnvId, clusterId: h.cluster_id, props: { host_name: hostName(h) }, requestId }, trx);
+    await ctx.repos.events.add({ name: 'host_day2_install_reset', hostId, infraEnvId, clusterId: h.cluster_id, props: { host_name: hostDisplayName(h) }, requestId }, trx);
     return moved;
   });
   await signalDay2(ctx, row, (handle) => handle.signal(day2HostReset));

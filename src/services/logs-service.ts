@@ -13,7 +13,7 @@ import { pack as tarPack } from 'tar-stream';
 import type { Principal } from '../auth/principal';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import type { HostRow } from '../db/rows';
-import { hostnameFromInventory } from '../api/assisted/presenters';
+import { hostDisplayName } from '../api/assisted/presenters';
 import type { ServiceContext } from './context';
 import { loadCluster, loadHost } from './access';
 
@@ -34,7 +34,6 @@ export const logsSettings = (ctx: ServiceContext): LogsSettings => ctx.logs ?? D
 
 const hostKey = (clusterId: string, hostId: string) => `clusters/${clusterId}/logs/host/${hostId}.tar.gz`;
 const controllerKey = (clusterId: string) => `clusters/${clusterId}/logs/controller/controller.tar.gz`;
-const hostName = (h: HostRow) => h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
 
 /** Passes bytes through, refusing a body that is not gzip or is larger than the limit (the store then drops what it wrote). */
 class UploadGuard extends Transform {
@@ -83,7 +82,7 @@ export async function uploadLogs(ctx: ServiceContext, p: Principal, clusterId: s
       const host = (await ctx.repos.hosts.getForUpdate({ infraEnvId: q.infra_env_id!, hostId: q.host_id! }, trx))!;
       const doc = host.doc as Json;
       await ctx.repos.hosts.update({ infraEnvId: host.infra_env_id, hostId: host.id }, { doc: { ...doc, logs_info: 'completed', logs_collected_at: now, logs_started_at: doc.logs_started_at ?? now } }, trx);
-      await ctx.repos.events.add({ name: 'host_logs_uploaded', clusterId, hostId: host.id, infraEnvId: host.infra_env_id, props: { host_name: hostName(host) }, requestId }, trx);
+      await ctx.repos.events.add({ name: 'host_logs_uploaded', clusterId, hostId: host.id, infraEnvId: host.infra_env_id, props: { host_name: hostDisplayName(host) }, requestId }, trx);
     } else {
       const doc = cluster.doc as Json;
       await ctx.repos.clusters.update(clusterId, { doc: { ...doc, logs_info: 'completed', controller_logs_collected_at: now, controller_logs_started_at: doc.controller_logs_started_at ?? now } }, trx);
@@ -122,7 +121,7 @@ export async function downloadLogs(ctx: ServiceContext, p: Principal, clusterId:
     if (key.startsWith(`${prefix}controller/`)) return 'controller.tar.gz';
     const id = key.slice(`${prefix}host/`.length).replace(/\.tar\.gz$/, '');
     const h = hosts.get(id);
-    const name = h ? hostName(h as HostRow) : 'deleted-host';
+    const name = h ? hostDisplayName(h as HostRow) : 'deleted-host';
     return `${name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 50)}_${id}.tar.gz`;
   };
   const archive = tarPack();
@@ -187,7 +186,7 @@ export async function logsGatherSteps(ctx: ServiceContext, key: { infraEnvId: st
     const doc = host.doc as Json;
     // hosts.update leaves status_updated_at alone when the status is not part of the patch.
     await ctx.repos.hosts.update(key, { doc: { ...doc, logs_info: 'requested', logs_started_at: ctx.now().toISOString() } }, trx);
-    await ctx.repos.events.add({ name: 'host_logs_requested', clusterId: cluster.id, hostId: host.id, infraEnvId: host.infra_env_id, props: { host_name: hostName(host), host_status: host.status } }, trx);
+    await ctx.repos.events.add({ name: 'host_logs_requested', clusterId: cluster.id, hostId: host.id, infraEnvId: host.infra_env_id, props: { host_name: hostDisplayName(host), host_status: host.status } }, trx);
     const masters = await trx<HostRow>('hosts').where({ cluster_id: cluster.id, role: 'master' }).select('inventory');
     const masterIps = masters.flatMap((m) => {
       try {
@@ -226,7 +225,7 @@ export async function expireLogCollection(ctx: ServiceContext): Promise<{ hosts:
       const doc = (h?.doc ?? {}) as Json;
       if (!h || !late(doc.logs_info, doc.logs_started_at)) return;
       await ctx.repos.hosts.update({ infraEnvId: h.infra_env_id, hostId: h.id }, { doc: { ...doc, logs_info: 'timeout' } }, trx);
-      await ctx.repos.events.add({ name: 'host_logs_timed_out', clusterId: h.cluster_id, hostId: h.id, infraEnvId: h.infra_env_id, props: { host_name: hostName(h), logs_state: String(doc.logs_info), seconds: Math.round((now - Date.parse(String(doc.logs_started_at))) / 1000) } }, trx);
+      await ctx.repos.events.add({ name: 'host_logs_timed_out', clusterId: h.cluster_id, hostId: h.id, infraEnvId: h.infra_env_id, props: { host_name: hostDisplayName(h), logs_state: String(doc.logs_info), seconds: Math.round((now - Date.parse(String(doc.logs_started_at))) / 1000) } }, trx);
       hosts++;
     });
   }

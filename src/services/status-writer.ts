@@ -16,7 +16,7 @@ import { AppError } from '../errors';
 import type { ClusterRow, HostRow } from '../db/rows';
 import { nextHostStatus, type HostEvent, type HostStatus, type HostTransition } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus, type ClusterEvent, type ClusterStatus } from '../domain/lifecycle/cluster-state-machine';
-import { hostnameFromInventory } from '../api/assisted/presenters';
+import { hostDisplayName } from '../api/assisted/presenters';
 import type { ServiceContext } from './context';
 
 import type { HostPatch } from '../db/hosts-repo';
@@ -44,10 +44,6 @@ export interface ClusterMove {
 /** Another writer moved the row between the caller's read and this write: nothing was written. */
 function lostRace(kind: string, id: string, from: string): AppError {
   return new AppError('conflict', `${kind} ${id} changed status while this request ran (it was ${from}); try again`, { status: from });
-}
-
-export function hostDisplayName(h: Pick<HostRow, 'id' | 'requested_hostname' | 'inventory'>): string {
-  return h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
 }
 
 /** Inserts a registering host in its initial status and records the registration. */

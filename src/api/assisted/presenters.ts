@@ -64,6 +64,11 @@ export function presentHost(h: HostRow) {
 }
 
 /** The effective hostname when the user set none: what the agent reported. */
+/** The name a host is shown by: the user's, else the one it reported, else its id. */
+export function hostDisplayName(h: Pick<HostRow, 'id' | 'requested_hostname' | 'inventory'>): string {
+  return h.requested_hostname ?? hostnameFromInventory(h.inventory) ?? h.id;
+}
+
 export function hostnameFromInventory(inventory: string | null): string | undefined {
   if (!inventory) return undefined;
   try {
