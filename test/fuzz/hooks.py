@@ -9,7 +9,12 @@ cluster). Malformed ids (negative cases) are left alone: they are what the valid
 
 Deleting a seeded resource would leave every later request at the 404 again, so a DELETE of a
 cluster, an infra-env or a host is pointed at a throw-away chain (cluster, infra-env, host) that
-the test's seeder endpoint creates for it, when the test runs one (the user's run).
+the test's seeder endpoint creates for it, when the test runs one (the user's run). That holds
+for every such DELETE that names a seeded resource, seeded or not: Schemathesis' stateful phase
+follows links, so an unseeded DELETE can carry an id it read from a seeded response (the hosts of
+a listed infra-env). A DELETE of a seeded resource with no throw-away chain to point at (no
+seeder, or a BMC host) gets a random id instead. Without this, one unlucky link deleted the
+shared cluster and every later request of both runs, the agent's included, ended at a 404.
 
 positive_data_acceptance (ST202) says a request the document allows was refused. The document
 cannot say everything the API checks (a pull secret must be JSON with "auths", a manifest must not
@@ -32,6 +37,7 @@ import random
 import re
 import threading
 import urllib.request
+import uuid
 
 import schemathesis
 
@@ -43,6 +49,8 @@ UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 ID_NAMES = ("cluster_id", "infra_env_id", "host_id", "bmc_host_id")
 # Paths whose DELETE removes the resource a chain is made of.
 DISPOSABLE = {"/v2/clusters/{cluster_id}", "/v2/infra-envs/{infra_env_id}", "/v2/infra-envs/{infra_env_id}/hosts/{host_id}"}
+# DELETEs that remove or unlink a seeded resource: never given a shared id.
+DESTRUCTIVE = DISPOSABLE | {"/v2/infra-envs/{infra_env_id}/bmc-hosts/{bmc_host_id}", "/v2/infra-envs/{infra_env_id}/hosts/{host_id}/bmc"}
 
 rng = random.Random(SEEDS.get("seed", 1))
 lock = threading.Lock()
@@ -68,6 +76,24 @@ def _disposable_chain() -> dict | None:
     req = urllib.request.Request(f"{SEEDER}/chains", data=b"{}", method="POST", headers={"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as res:
         return json.load(res)
+
+
+def _seeded_ids() -> set[str]:
+    ids: set[str] = set()
+    for chain in CHAINS:
+        for key in ("cluster_id", "infra_env_id"):
+            if chain.get(key):
+                ids.add(chain[key])
+        ids.update(chain.get("host_ids") or [])
+        ids.update(chain.get("bmc_host_ids") or [])
+    return ids
+
+
+SEEDED_IDS = _seeded_ids()
+
+
+def _names_seeded(container: dict | None) -> bool:
+    return isinstance(container, dict) and any(isinstance(v, str) and v in SEEDED_IDS for v in container.values())
 
 
 def _replace(container: dict | None, chain: dict) -> bool:
@@ -97,13 +123,19 @@ def before_call(context, case, kwargs):
         stats["requests"] += 1
         use_seed = rng.random() < PROBABILITY
         chain = rng.choice(CHAINS)
+    if case.method.upper() == "DELETE" and case.path in DESTRUCTIVE and (use_seed or _names_seeded(case.path_parameters)):
+        fresh = _disposable_chain() if case.path in DISPOSABLE else None
+        if fresh:
+            chain, use_seed = fresh, True
+            with lock:
+                stats["disposable_chains"] += 1
+        else:
+            # Nothing to throw away (no seeder, or a BMC host): a random id, never the shared one.
+            for name, value in list(case.path_parameters.items()):
+                if value in SEEDED_IDS:
+                    case.path_parameters[name] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            use_seed = False
     if use_seed:
-        if case.method.upper() == "DELETE" and case.path in DISPOSABLE:
-            fresh = _disposable_chain()
-            if fresh:
-                chain = fresh
-                with lock:
-                    stats["disposable_chains"] += 1
         with lock:
             seeded = _replace(case.path_parameters, chain) | _replace(case.query, chain)
             if isinstance(case.body, dict):
