@@ -1,9 +1,11 @@
 /** What the lifecycle, fleet and install benchmarks share: flags, a watchdog, a migrated embedded PostgreSQL. */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client as PgClient } from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../src/dev/embedded-postgres';
-import { freePort } from '../src/dev/process-utils';
+import { freePort, repoRoot, sleep, stopProcess } from '../src/dev/process-utils';
 import { createDb } from '../src/db/database';
 import { migrateLatest } from '../src/db/migrations';
 
@@ -47,4 +49,248 @@ export function apiCaller(base: string) {
     if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 300)}`);
     return text ? JSON.parse(text) : undefined;
   };
+}
+
+// ---- Process accounting from /proc (Linux), shared by the fleet benches (boot-storm, idle-fleet, fleet-real).
+
+const CLK_TCK = 100; // USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK)
+
+/** A process's parent, CPU seconds (its own, and its reaped children's) and command line, or undefined once gone. */
+export function procInfo(pid: number): { ppid: number; self: number; children: number } | undefined {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses; fields start after the last ')'.
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const n = (field: number) => Number(f[field - 3]);
+    return { ppid: n(4), self: (n(14) + n(15)) / CLK_TCK, children: (n(16) + n(17)) / CLK_TCK };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The command line of a process ('' once gone). */
+export function procCmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Every live process, with its parent, read once (to walk process trees). */
+function processTable(): Map<number, number> {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const info = procInfo(Number(entry));
+    if (info) parents.set(Number(entry), info.ppid);
+  }
+  return parents;
+}
+
+/** A process and all its live descendants. */
+export function processTree(root: number, table = processTable()): number[] {
+  const out = [root];
+  for (let i = 0; i < out.length; i++) for (const [pid, ppid] of table) if (ppid === out[i]) out.push(pid);
+  return out.filter((p) => table.has(p));
+}
+
+/**
+ * CPU seconds of a process tree: every live member's own time plus what its reaped children used
+ * (a backend PostgreSQL forked and reaped, a node:cluster worker that exited).
+ */
+export function treeCpuSeconds(root: number, table = processTable()): number {
+  return processTree(root, table).reduce((s, pid) => {
+    const t = procInfo(pid);
+    return s + (t ? t.self + t.children : 0);
+  }, 0);
+}
+
+/** Resident memory of a process tree, in kB (shared pages counted once per process: an upper bound). */
+export function treeRssKb(root: number, table = processTable()): number {
+  return processTree(root, table).reduce((s, pid) => {
+    try {
+      return s + Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      return s;
+    }
+  }, 0);
+}
+
+/** Busy and total CPU seconds of the whole machine. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy: busy / CLK_TCK, total: (busy + idle + iowait) / CLK_TCK };
+}
+
+/** The machine's load averages, as `uptime` prints them. */
+export function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
+/**
+ * Cores used by named parties (process trees, or this process with `'self'`) between `start()` and
+ * `stop()`, and `other`: what the rest of the machine used meanwhile (other people's work on a
+ * shared box; a run where it is large is disturbed).
+ */
+export class CpuMeter {
+  private t0 = 0;
+  private before = new Map<string, number>();
+  private machine0 = { busy: 0, total: 0 };
+
+  constructor(private readonly parties: Record<string, number | 'self' | (() => number | undefined)>) {}
+
+  private read(): Map<string, number> {
+    const table = processTable();
+    const out = new Map<string, number>();
+    for (const [name, who] of Object.entries(this.parties)) {
+      if (who === 'self') {
+        const u = process.cpuUsage();
+        out.set(name, (u.user + u.system) / 1e6);
+      } else {
+        const pid = typeof who === 'function' ? who() : who;
+        out.set(name, pid ? treeCpuSeconds(pid, table) : 0);
+      }
+    }
+    return out;
+  }
+
+  start(): void {
+    this.before = this.read();
+    this.machine0 = machineCpuSeconds();
+    this.t0 = performance.now();
+  }
+
+  /** Cores per party over the interval, `other`, the machine's busy cores, and the interval's seconds. */
+  stop(): { cores: Record<string, number>; other: number; machineBusy: number; seconds: number } {
+    const after = this.read();
+    const m = machineCpuSeconds();
+    const seconds = (performance.now() - this.t0) / 1000;
+    const cores: Record<string, number> = {};
+    let ours = 0;
+    for (const [name, v] of after) {
+      cores[name] = Math.max(0, v - (this.before.get(name) ?? 0)) / seconds;
+      ours += cores[name]!;
+    }
+    const machineBusy = (m.busy - this.machine0.busy) / seconds;
+    return { cores, other: Math.max(0, machineBusy - ours), machineBusy, seconds };
+  }
+}
+
+export interface Percentiles {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+/** Nearest-rank percentiles of a sample. */
+export function percentiles(xs: ArrayLike<number>): Percentiles {
+  const s = Float64Array.from(xs).sort();
+  const at = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : NaN);
+  return { count: s.length, p50: at(50), p90: at(90), p99: at(99), max: s.length ? s[s.length - 1]! : NaN };
+}
+
+/** Runs `fn` over 0..n-1 with at most `concurrency` at a time. */
+export async function forEachConcurrently(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+/** `--name value` from the command line (the last one given), or the default. */
+export function stringFlag(name: string, dflt?: string): string | undefined {
+  const i = process.argv.lastIndexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+
+/** Deterministic, valid v4-shaped host ids, so runs are comparable and a database count can be checked id by id. */
+export const benchHostId = (i: number, prefix = 'b0000000'): string => `${prefix}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+
+// ---- Landfall's own processes, from this checkout's build or another's (`--repo DIR`, for before/after comparisons).
+
+/** `node <repo>/dist/src/cli/main.js migrate latest` against a database: the schema of that checkout. */
+export async function migrateWithCli(repo: string, databaseUrl: string): Promise<void> {
+  const cli = path.join(repo, 'dist', 'src', 'cli', 'main.js');
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: build that checkout first (npx tsc -p tsconfig.build.json)`);
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn(process.execPath, [cli, 'migrate', 'latest'], { cwd: repo, env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+    p.once('error', reject);
+    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`migrate exited with code ${code}: ${err}`))));
+  });
+}
+
+export interface LandfallChild {
+  proc: ChildProcess;
+  pid: number;
+  /** The last lines it wrote (warn and above with LOG_LEVEL=warn). */
+  recent: string[];
+  lines: () => number;
+  stop(): Promise<void>;
+}
+
+/** `node <repo>/dist/src/cli/main.js <command>` as a child process, its output kept (last 20 lines). */
+export function spawnLandfall(repo: string, command: string[], env: NodeJS.ProcessEnv): LandfallChild {
+  const cli = path.join(repo, 'dist', 'src', 'cli', 'main.js');
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: build that checkout first`);
+  const proc = spawn(process.execPath, [cli, ...command], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const recent: string[] = [];
+  let n = 0;
+  const keep = (d: Buffer) => {
+    for (const line of d.toString().split('\n')) {
+      if (!line.trim()) continue;
+      n++;
+      recent.push(line.slice(0, 500));
+      if (recent.length > 20) recent.shift();
+    }
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  return { proc, pid: proc.pid!, recent, lines: () => n, stop: () => stopProcess(proc, 20_000, 'SIGTERM') };
+}
+
+/** Waits until `url` answers 200 (or the child exits, or the time is up). */
+export async function waitHttpOk(url: string, timeoutMs: number, child?: LandfallChild): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.proc.exitCode !== null) throw new Error(`the process exited with code ${child.proc.exitCode}: ${child.recent.slice(-5).join(' | ')}`);
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+/** The PostgreSQL server's pid (the postmaster: its backends are its children), from its data folder. */
+export function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
+/** One query on a short-lived connection (the benches' view of the database, outside the service). */
+export async function pgQuery<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const c = new PgClient({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+export const fmtNum = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+export const fmtMs = (v: number): string => `${fmtNum(v, v < 10 ? 1 : 0)} ms`;
+export const latencyLine = (p: Percentiles): string => `n ${fmtNum(p.count)}   p50 ${fmtMs(p.p50)}   p90 ${fmtMs(p.p90)}   p99 ${fmtMs(p.p99)}   max ${fmtMs(p.max)}`;
+
+/** Where a bench writes its result file: bench/results/<name>-<UTC time>.json in the checkout. */
+export function resultFile(name: string): string {
+  const dir = path.join(repoRoot(), 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, `${name}-${new Date().toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
 }
