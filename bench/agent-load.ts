@@ -1,0 +1,345 @@
+/**
+ * The load generator of the agent-API benchmarks, run as its own child process
+ * (`fork` from bench/agent-api.ts and bench/soak.ts) so that its CPU time is its own
+ * (read from /proc by the parent) and it never shares an event loop with the
+ * parent's bookkeeping (/proc sampling, the freshness probe's queries).
+ *
+ * The agent mix, a random host per request: `postRatio` POST …/instructions carrying
+ * that host's inventory with a changed fact, the rest GET …/instructions (the poll).
+ * The changed fact is the memory size: every reply to a host states a different
+ * `memory.physical_bytes` from the one before it (512–527 GiB, `usable_bytes` 9 GiB
+ * less), so its digest differs, the API stores it, and the host's validations are
+ * evaluated again (the memory validations read it and their message names it).
+ *
+ * Two ways of driving it, each on a command from the parent:
+ *   open    a constant arrival rate whatever the API's latency, as a fleet of agents
+ *           behaves (each polls on its own clock); latency runs from the moment a request
+ *           was due, so time queued behind a slow API counts (no coordinated omission);
+ *           optionally split into windows (the soak's per-minute figures);
+ *   closed  autocannon, N keep-alive connections, as fast as the API answers.
+ */
+import http from 'node:http';
+import { inventoryFor } from './inventory';
+import { percentiles, type Percentiles } from './agent-stats';
+
+// ---- the protocol with the parent
+export interface LoadInit {
+  type: 'init';
+  port: number;
+  /** Per host, its …/instructions path; the host's index is its inventory's seed and name. */
+  stepsPaths: string[];
+  postRatio: number;
+}
+export interface OpenCommand {
+  type: 'open';
+  id: number;
+  rate: number;
+  seconds: number;
+  maxSockets: number;
+  /** Split the figures into windows of this many seconds (by due time); default one window. */
+  windowSeconds?: number;
+}
+export interface ClosedCommand {
+  type: 'closed';
+  id: number;
+  connections: number;
+  seconds: number;
+}
+export type LoadCommand = LoadInit | OpenCommand | ClosedCommand | { type: 'stop' };
+
+export interface WindowResult {
+  fromS: number;
+  toS: number;
+  scheduled: number;
+  completed: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  /** Due but not sent: too many requests were already in flight (the API far behind). */
+  skipped: number;
+  statusCodes: Record<string, number>;
+  all: Percentiles;
+  byKind: Record<'GET' | 'POST', Percentiles>;
+}
+export interface OpenResult extends WindowResult {
+  offered: number;
+  /** Answers per second over the time they took (below `offered` when the API fell behind). */
+  achieved: number;
+  maxInFlight: number;
+  windows: WindowResult[];
+}
+export interface ClosedResult {
+  seconds: number;
+  completed: number;
+  requestsPerSecond: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  all: Percentiles;
+  byKind: Record<'GET' | 'POST', Percentiles>;
+}
+export type LoadMessage = { type: 'ready' } | { type: 'open-result'; id: number; result: OpenResult } | { type: 'closed-result'; id: number; result: ClosedResult } | { type: 'failed'; id?: number; error: string };
+
+// ---- the agent mix
+interface MixRequest {
+  kind: 'GET' | 'POST';
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+}
+
+const GIB = 1024 ** 3;
+
+class Mix {
+  /** How many replies each host has posted: the next one states another memory size. */
+  private readonly replies: Uint32Array;
+  constructor(
+    private readonly stepsPaths: string[],
+    private readonly postRatio: number,
+  ) {
+    this.replies = new Uint32Array(stepsPaths.length);
+  }
+
+  next(): MixRequest {
+    const i = Math.floor(Math.random() * this.stepsPaths.length);
+    const p = this.stepsPaths[i]!;
+    if (Math.random() < this.postRatio) {
+      const n = ++this.replies[i]!;
+      return { kind: 'POST', method: 'POST', path: p, headers: { 'content-type': 'application/json', accept: 'application/json' }, body: Buffer.from(changedInventoryReply(i, n)) };
+    }
+    return { kind: 'GET', method: 'GET', path: `${p}?timestamp=${Math.floor(Date.now() / 1000)}`, headers: { accept: 'application/json' } };
+  }
+}
+
+/**
+ * Host `i`'s inventory reply number `n`: its registration inventory (bench/inventory.ts, as
+ * set-up posted it) with 512 + n mod 16 GiB of memory, so consecutive replies differ.
+ */
+export function changedInventoryReply(i: number, n: number): string {
+  const inv = JSON.parse(inventoryFor(hostName(i), i)) as { memory: { physical_bytes: number; usable_bytes: number } };
+  const gib = 512 + (n % 16);
+  inv.memory.physical_bytes = gib * GIB;
+  inv.memory.usable_bytes = (gib - 9) * GIB;
+  return JSON.stringify({ step_type: 'inventory', step_id: `inventory-${n.toString(16).padStart(8, '0')}`, exit_code: 0, output: JSON.stringify(inv) });
+}
+
+/** The name set-up gives host `i` (its inventory's hostname). */
+export const hostName = (i: number): string => `worker-${String(i).padStart(6, '0')}`;
+
+// ---- latency bookkeeping
+class Recorder {
+  scheduled = 0;
+  completed = 0;
+  errors = 0;
+  timeouts = 0;
+  non2xx = 0;
+  skipped = 0;
+  statusCodes: Record<string, number> = {};
+  all: number[] = [];
+  kind: Record<'GET' | 'POST', number[]> = { GET: [], POST: [] };
+
+  result(fromS: number, toS: number): WindowResult {
+    return {
+      fromS,
+      toS,
+      scheduled: this.scheduled,
+      completed: this.completed,
+      errors: this.errors,
+      timeouts: this.timeouts,
+      non2xx: this.non2xx,
+      skipped: this.skipped,
+      statusCodes: this.statusCodes,
+      all: percentiles(this.all),
+      byKind: { GET: percentiles(this.kind.GET), POST: percentiles(this.kind.POST) },
+    };
+  }
+}
+
+const REQUEST_TIMEOUT_MS = 10_000;
+
+function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult> {
+  const { rate, seconds, maxSockets } = cmd;
+  const windowMs = (cmd.windowSeconds ?? seconds) * 1000;
+  const windowCount = Math.max(1, Math.ceil((seconds * 1000) / windowMs));
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  const total = new Recorder();
+  const windows = Array.from({ length: windowCount }, () => new Recorder());
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let lastDone = 0;
+  const interval = 1000 / rate;
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  // Far more requests in flight than connections means the API is far behind: stop adding to the pile.
+  const inFlightCap = maxSockets * 20;
+  return new Promise((resolve) => {
+    let ticking = true;
+    let resolved = false;
+    let drainTimer: NodeJS.Timeout | undefined;
+    const finish = (force = false) => {
+      if (resolved || (!force && (ticking || inFlight > 0))) return;
+      resolved = true;
+      if (drainTimer) clearTimeout(drainTimer);
+      agent.destroy();
+      const sum = total.result(0, seconds);
+      const achieved = total.completed / Math.max(seconds, (lastDone - t0) / 1000);
+      resolve({ ...sum, offered: rate, achieved, maxInFlight, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
+    };
+    const fire = (due: number) => {
+      const w = windows[Math.min(windowCount - 1, Math.floor((due - t0) / windowMs))]!;
+      total.scheduled++;
+      w.scheduled++;
+      if (inFlight >= inFlightCap) {
+        total.skipped++;
+        w.skipped++;
+        return;
+      }
+      const r = mix.next();
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      let done = false;
+      const settle = (status: number | undefined, err?: 'error' | 'timeout') => {
+        if (done || resolved) return;
+        done = true;
+        inFlight--;
+        for (const rec of [total, w]) {
+          if (err === 'timeout') rec.timeouts++;
+          else if (err) rec.errors++;
+          else {
+            rec.completed++;
+            rec.statusCodes[String(status)] = (rec.statusCodes[String(status)] ?? 0) + 1;
+            if (!status || status < 200 || status >= 300) rec.non2xx++;
+          }
+        }
+        if (!err) {
+          lastDone = performance.now();
+          const took = lastDone - due;
+          for (const rec of [total, w]) {
+            rec.all.push(took);
+            rec.kind[r.kind].push(took);
+          }
+        }
+        finish();
+      };
+      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers: r.body ? { ...r.headers, 'content-length': String(r.body.length) } : r.headers, agent }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => settle(res.statusCode));
+        res.on('error', () => settle(undefined, 'error'));
+      });
+      req.setTimeout(REQUEST_TIMEOUT_MS, () => {
+        settle(undefined, 'timeout');
+        req.destroy();
+      });
+      req.on('error', () => settle(undefined, 'error'));
+      req.end(r.body);
+    };
+    let sent = 0;
+    // Each tick sends everything due by now, then sleeps until the next request is due (at
+    // least 1 ms: timers are no finer), so a low rate costs no more wake-ups than it needs.
+    const tick = () => {
+      const now = Math.min(performance.now(), end);
+      while (t0 + sent * interval <= now && t0 + sent * interval < end) fire(t0 + sent++ * interval);
+      if (now >= end || t0 + sent * interval >= end) {
+        ticking = false;
+        // Whatever has not answered 15 s after the end is abandoned (and counted neither way).
+        drainTimer = setTimeout(() => finish(true), 15_000);
+        finish();
+        return;
+      }
+      setTimeout(tick, Math.max(1, t0 + sent * interval - performance.now()));
+    };
+    tick();
+  });
+}
+
+// ---- closed loop: autocannon has no bundled types; the part of its programmatic API used here.
+interface AcRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  setupRequest?: (req: AcRequest, context: Record<string, unknown>) => AcRequest;
+}
+interface AcResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodeStats: Record<string, { count: number }>;
+  requests: { total: number };
+}
+interface AcInstance {
+  on(event: 'response', fn: (client: { requestIterator?: { context?: Record<string, unknown> } }, status: number, bytes: number, ms: number) => void): void;
+  stop(): void;
+}
+type Autocannon = (opts: Record<string, unknown>, cb: (err: Error | null, result: AcResult) => void) => AcInstance;
+
+function closedLoop(port: number, mix: Mix, cmd: ClosedCommand): Promise<ClosedResult> {
+  const autocannon = require('autocannon') as Autocannon;
+  const all: number[] = [];
+  const kind: Record<'GET' | 'POST', number[]> = { GET: [], POST: [] };
+  const template: AcRequest = {
+    setupRequest: (req, context) => {
+      const r = mix.next();
+      context.kind = r.kind;
+      // Fresh objects every time: autocannon shares the template's headers between builds.
+      req.method = r.method;
+      req.path = r.path;
+      req.headers = { ...r.headers };
+      req.body = r.body ?? Buffer.alloc(0);
+      return req;
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const inst = autocannon({ url: `http://127.0.0.1:${port}`, connections: cmd.connections, duration: cmd.seconds, requests: [template], timeout: REQUEST_TIMEOUT_MS / 1000 }, (err, r) => {
+      if (err) return reject(err);
+      const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([c, v]) => [c, v.count]));
+      resolve({ seconds: r.duration, completed: r.requests.total, requestsPerSecond: r.requests.total / r.duration, errors: r.errors, timeouts: r.timeouts, non2xx: r.non2xx, statusCodes, all: percentiles(all), byKind: { GET: percentiles(kind.GET), POST: percentiles(kind.POST) } });
+    });
+    // The response event comes before the connection builds its next request, so the context still names this one.
+    inst.on('response', (client, _status, _bytes, took) => {
+      all.push(took);
+      const k = client.requestIterator?.context?.kind;
+      if (k === 'GET' || k === 'POST') kind[k].push(took);
+    });
+  });
+}
+
+// ---- the child's main loop
+function send(m: LoadMessage): void {
+  process.send!(m);
+}
+
+if (require.main === module) {
+  if (!process.send) {
+    process.stderr.write('bench/agent-load is started by bench/agent-api.js or bench/soak.js (it needs an IPC channel)\n');
+    process.exit(2);
+  }
+  let port = 0;
+  let mix: Mix | undefined;
+  // The parent going away ends the generator too.
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (m: LoadCommand) => {
+    if (m.type === 'init') {
+      port = m.port;
+      mix = new Mix(m.stepsPaths, m.postRatio);
+      send({ type: 'ready' });
+    } else if (m.type === 'stop') {
+      process.exit(0);
+    } else if (!mix) {
+      send({ type: 'failed', id: m.id, error: 'not initialised' });
+    } else if (m.type === 'open') {
+      openLoop(port, mix, m).then(
+        (result) => send({ type: 'open-result', id: m.id, result }),
+        (err: unknown) => send({ type: 'failed', id: m.id, error: String(err) }),
+      );
+    } else if (m.type === 'closed') {
+      closedLoop(port, mix, m).then(
+        (result) => send({ type: 'closed-result', id: m.id, result }),
+        (err: unknown) => send({ type: 'failed', id: m.id, error: String(err) }),
+      );
+    }
+  });
+}
