@@ -32,7 +32,7 @@ export interface StackOptions {
   processes?: number;
   poolMax?: number;
   nodeOptions?: string;
-  /** Every API process writes a CPU profile here (NODE_OPTIONS --cpu-prof). */
+  /** Every API process writes a CPU profile here (node --cpu-prof). */
   cpuProfDir?: string;
   pgStats?: boolean;
 }
@@ -102,7 +102,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     await db.destroy();
 
     const port = await freePort();
-    const nodeOptions = [o.nodeOptions, o.cpuProfDir ? `--cpu-prof --cpu-prof-dir=${o.cpuProfDir}` : undefined].filter(Boolean).join(' ');
+    const nodeOptions = o.nodeOptions ?? '';
+    // --cpu-prof is refused in NODE_OPTIONS; node:cluster workers inherit the primary's execArgv, so each writes its own profile.
+    const nodeArgs = o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] : [];
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -122,7 +124,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       ...(o.poolMax !== undefined ? { DATABASE_POOL_MAX: String(o.poolMax) } : {}),
       ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
     };
-    api = spawn(process.execPath, [cli, 'api'], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: root });
+    api = spawn(process.execPath, [...nodeArgs, cli, 'api'], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: root });
     const apiLog = { lines: 0, last: [] as string[] };
     const keep = (d: Buffer) => {
       for (const line of d.toString().split('\n')) {
