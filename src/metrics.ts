@@ -14,7 +14,14 @@ import type { Db } from './db/database';
  * PromQL sum() over the scraped replicas would. Every other series is read
  * from PostgreSQL and is the same from any process.
  */
-export const PROCESS_LOCAL_METRICS: readonly string[] = ['landfall_process_resident_memory_bytes', 'landfall_process_cpu_seconds_total', 'landfall_host_install_stage_duration_seconds', 'landfall_host_registration_to_known_seconds'];
+export const PROCESS_LOCAL_METRICS: readonly string[] = [
+  'landfall_process_resident_memory_bytes',
+  'landfall_process_cpu_seconds_total',
+  'landfall_host_install_stage_duration_seconds',
+  'landfall_host_registration_to_known_seconds',
+  // src/api/agent-fast-path.ts (FAST_PATH_METRIC)
+  'landfall_agent_fast_path_requests_total',
+];
 
 export interface MetricsPort {
   stageDuration(stage: string, role: string, seconds: number): void;

@@ -1,6 +1,4 @@
 import express, { type Express } from 'express';
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pinoHttp } from 'pino-http';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Client } from '@temporalio/client';
@@ -22,6 +20,8 @@ import { insightsRoutes } from './landfall/insights.routes';
 import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
 import { unvalidatedRoutes } from './openapi/unvalidated-routes';
 import { requestShape } from './openapi/request-shape';
+import { lazyRequestLogger, requestForLog, requestId } from './request-context';
+import { jsonBodyParser } from './pre-read-body';
 
 export interface ApiDeps {
   logger: Logger;
@@ -36,8 +36,6 @@ export interface ApiDeps {
   metricsRegistry?: import('prom-client').Registry;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 export function createApp(deps: ApiDeps): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -45,22 +43,13 @@ export function createApp(deps: ApiDeps): Express {
   // Repeated query keys (host_ids=a&host_ids=b) become arrays; nothing deeper.
   app.set('query parser', 'extended');
 
-  // Keep a caller's request id (from a proxy or the CLI) when it is sane, so one id follows a request end to end.
-  const genReqId = (req: IncomingMessage, res: ServerResponse): string => {
-    const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    res.setHeader('X-Request-Id', id);
-    return id;
-  };
-  // Headers and query strings carry tokens (Authorization, X-Secret-Key, api_key); log the route only.
-  const reqForLog = (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url.split('?')[0] });
-  // Probes and the agent poll (every host, every minute) are not logged per request.
+  // Probes and the agent poll and reply (every host, every minute) are not logged per request.
   const unlogged = (url: string | undefined) => url === '/healthz' || url === '/readyz' || /\/instructions(\?|$)/.test(url ?? '');
   const httpLogger = pinoHttp({
     logger: deps.logger,
-    genReqId,
+    genReqId: requestId,
     serializers: {
-      req: reqForLog,
+      req: requestForLog,
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
@@ -70,15 +59,15 @@ export function createApp(deps: ApiDeps): Express {
     if (!unlogged(req.url)) return httpLogger(req, res, next);
     // What pino-http gives a request it does not log (its id, X-Request-Id, a request-bound req.log for the
     // error handler), without building that child logger on every poll: only if something logs.
-    const id = genReqId(req, res);
-    const bound = { id, method: req.method, url: req.url };
-    let log: Logger | undefined;
+    const id = requestId(req, res);
+    const log = lazyRequestLogger(deps.logger, { id, method: req.method, url: req.url });
     Object.assign(req, { id });
-    Object.defineProperty(req, 'log', { configurable: true, get: () => (log ??= deps.logger.child({ req: reqForLog(bound) })) });
+    Object.defineProperty(req, 'log', { configurable: true, get: log });
     next();
   });
   // strict: false because some AS operations take a bare JSON string (install-config, ingress-cert).
-  app.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  // A body the agent fast path already read and handed on is parsed from its bytes, by the same parser.
+  app.use(jsonBodyParser(express.json({ limit: deps.bodyLimitBytes, strict: false })));
   app.use(rejectNulCharacters);
 
   app.use(healthRoutes({ checks: deps.readinessChecks, timeoutMs: deps.readinessTimeoutMs }));

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Config } from '../config';
 import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
@@ -9,6 +9,8 @@ import { createMetrics } from '../metrics';
 import { createObjectStore } from '../storage';
 import { closeTemporalClient, createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
+import { agentFastPath } from './agent-fast-path';
+import { loadOpenApiDocument } from './openapi/spec';
 
 export interface RunningApi {
   server: Server;
@@ -44,9 +46,27 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
       { name: 'storage', check: () => store.ping() },
     ],
   });
+  // The agent's poll and reply are answered ahead of Express when they are well-formed; everything else is Express's.
+  const handler = cfg.api.agentFastPath
+    ? agentFastPath(
+        {
+          logger,
+          services,
+          authType: cfg.auth.type,
+          signer: services.signer,
+          agentTokenTtlSeconds: services.agentTokenTtlSeconds,
+          bodyLimitBytes: cfg.bodyLimitBytes,
+          validateResponses: cfg.validateResponses,
+          document: loadOpenApiDocument(),
+          metricsRegistry: metrics.registry,
+        },
+        app,
+      )
+    : app;
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(cfg.api.port, cfg.api.host, () => resolve(s));
+    const s = createServer(handler);
     s.once('error', reject);
+    s.listen(cfg.api.port, cfg.api.host, () => resolve(s));
   });
   const url = `http://${cfg.api.host === '0.0.0.0' ? 'localhost' : cfg.api.host}:${cfg.api.port}`;
   logger.info({ url, storage: store.description, temporal: cfg.temporal.address }, 'api listening');

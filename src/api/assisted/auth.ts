@@ -67,6 +67,23 @@ function renewal(scheme: Scheme, c: TokenClaims, signer: TokenSigner, ttlSeconds
   return signer.sign(scope, ttlSeconds, nowMs);
 }
 
+/**
+ * An agent token (X-Secret-Key) as `authenticate` judges it for an operation
+ * whose only scheme is agentAuth: the principal and, past half its life, the
+ * renewed token; undefined when it is refused (the caller then lets
+ * `authenticate` answer the 401). For the agent fast path.
+ */
+export function agentPrincipal(token: string, signer: TokenSigner, ttlSeconds: number | undefined, nowMs: number): { principal: Principal; renewed?: string } | undefined {
+  let claims: TokenClaims;
+  try {
+    claims = signer.verify(token);
+  } catch {
+    return undefined;
+  }
+  const principal = toPrincipal('agentAuth', claims);
+  return principal ? { principal, renewed: renewal('agentAuth', claims, signer, ttlSeconds, nowMs) } : undefined;
+}
+
 export function authenticate(authType: 'none' | 'local', signer: TokenSigner | undefined, defaultSecurity: Array<Record<string, unknown>>, opts: { agentTokenTtlSeconds?: number } = {}): RequestHandler {
   return (req, res, next) => {
     if (authType === 'none') {
