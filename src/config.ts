@@ -13,6 +13,7 @@ const port = z.coerce
   .int('must be a whole number')
   .min(1, 'must be between 1 and 65535')
   .max(65535, 'must be between 1 and 65535');
+const stepRepeat = (seconds: number) => z.coerce.number().int().min(0).max(86_400).default(seconds);
 const positiveMs = z.coerce
   .number({ message: 'must be a number of milliseconds' })
   .int('must be a whole number of milliseconds')
@@ -89,6 +90,13 @@ export const ENV_SCHEMA = z.object({
   DEMO_INSIGHTS_CLUSTERS: z.coerce.number().int().min(0).max(100).default(0),
   HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
   HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
+  // How often each repeating discovery step is asked again with unchanged arguments (src/services/step-cadence.ts); 0: every poll.
+  STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
+  STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
+  STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
+  STEP_REPEAT_NTP_SYNCHRONIZER_SECONDS: stepRepeat(120),
+  STEP_REPEAT_DOMAIN_RESOLUTION_SECONDS: stepRepeat(300),
+  STEP_REPEAT_CONTAINER_IMAGE_AVAILABILITY_SECONDS: stepRepeat(300),
   HOST_REQUIREMENTS_FILE: optionalString,
   INSTALL_PREPARING_TIMEOUT_MS: positiveMs.default(10 * 60_000),
   INSTALL_STAGE_SOFT_TIMEOUT_MS: positiveMs.default(30 * 60_000),
@@ -155,6 +163,8 @@ export interface Config {
   /** Clusters of the insights demo (src/dev/demo-insights.ts) `landfall dev` installs through the API; 0: none. */
   demoInsightsClusters: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
+  /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
+  stepRepeatSeconds: Record<string, number>;
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
   /** Images the install step names: the installer a host runs, and the controller it starts in the new cluster. */
   installImages: { installer: string; controller: string };
@@ -258,6 +268,14 @@ export function parseConfig(
     installImages: { installer: e.INSTALLER_IMAGE, controller: e.CONTROLLER_IMAGE },
     logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
+    stepRepeatSeconds: {
+      inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
+      'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,
+      'free-network-addresses': e.STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS,
+      'ntp-synchronizer': e.STEP_REPEAT_NTP_SYNCHRONIZER_SECONDS,
+      'domain-resolution': e.STEP_REPEAT_DOMAIN_RESOLUTION_SECONDS,
+      'container-image-availability': e.STEP_REPEAT_CONTAINER_IMAGE_AVAILABILITY_SECONDS,
+    } as Record<string, number>,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     operator: {
@@ -321,6 +339,12 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     HOST_DISCONNECT_TIMEOUT_MS: String(c.lifecycle.disconnectTimeoutMs),
     HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
+    STEP_REPEAT_INVENTORY_SECONDS: String(c.stepRepeatSeconds.inventory),
+    STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: String(c.stepRepeatSeconds['connectivity-check']),
+    STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: String(c.stepRepeatSeconds['free-network-addresses']),
+    STEP_REPEAT_NTP_SYNCHRONIZER_SECONDS: String(c.stepRepeatSeconds['ntp-synchronizer']),
+    STEP_REPEAT_DOMAIN_RESOLUTION_SECONDS: String(c.stepRepeatSeconds['domain-resolution']),
+    STEP_REPEAT_CONTAINER_IMAGE_AVAILABILITY_SECONDS: String(c.stepRepeatSeconds['container-image-availability']),
     INSTALL_PREPARING_TIMEOUT_MS: String(c.install.preparingMs),
     INSTALL_STAGE_SOFT_TIMEOUT_MS: String(c.install.stageSoftMs),
     INSTALL_STAGE_HARD_TIMEOUT_MS: String(c.install.stageHardMs),

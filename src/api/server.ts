@@ -11,6 +11,7 @@ import { closeTemporalClient, createTemporalClient, pingTemporal } from '../temp
 import { createApp } from './app';
 import { agentFastPath } from './agent-fast-path';
 import { loadOpenApiDocument } from './openapi/spec';
+import { startRefresher } from '../services/refresh-queue';
 
 export interface RunningApi {
   server: Server;
@@ -30,6 +31,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const eventWakeups = new EventWakeups(cfg.database.url, logger);
   eventWakeups.start();
   const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
+  // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts).
+  const refresher = startRefresher(services, cfg.database.url, logger);
   const app = createApp({
     logger,
     temporal,
@@ -80,6 +83,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await refresher.close();
       await Promise.allSettled([eventWakeups.close(), db.destroy(), closeTemporalClient(temporal)]);
     },
   };

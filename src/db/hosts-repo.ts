@@ -6,10 +6,10 @@ export type HostKey = { infraEnvId: string; hostId: string };
 /** Per repeating step type: a digest of the arguments last handed out, and when (ms). */
 export type StepSends = Record<string, { d: string; at: number }>;
 
-export type HostPatch = Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at'>>;
+export type HostPatch = Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at' | 'facts_version'>>;
 
-function columns(patch: HostPatch): Record<string, unknown> {
-  const values: Record<string, unknown> = { ...patch, updated_at: new Date() };
+function columns(db: Knex, patch: HostPatch): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...patch, updated_at: new Date(), facts_version: db.raw('facts_version + 1') };
   if (patch.doc) values.doc = JSON.stringify(patch.doc);
   if (patch.step_sends) values.step_sends = JSON.stringify(patch.step_sends);
   return values;
@@ -41,7 +41,7 @@ export function createHostsRepo(db: Knex) {
     },
     /** Any column but the status, which only src/services/status-writer.ts changes (through compareAndSet). */
     async update(k: HostKey, patch: HostPatch, q: Q = db): Promise<HostRow> {
-      const [r] = await t(q).where(byKey(k)).update(columns(patch)).returning('*');
+      const [r] = await t(q).where(byKey(k)).update(columns(db, patch)).returning('*');
       return r as HostRow;
     },
     /**
@@ -50,7 +50,7 @@ export function createHostsRepo(db: Knex) {
      * undefined when another writer moved it first.
      */
     async compareAndSet(k: HostKey, fromStatus: string, patch: HostPatch, status: { status: string; status_info: string } | undefined, q: Q = db): Promise<HostRow | undefined> {
-      const values = columns(patch);
+      const values = columns(db, patch);
       if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
       const [r] = await t(q).where({ ...byKey(k), status: fromStatus }).update(values).returning('*');
       return r as HostRow | undefined;
@@ -62,7 +62,7 @@ export function createHostsRepo(db: Knex) {
      * query when it is empty. Only the status leaves the database, never the
      * row (its inventory is ~10 KB). Undefined when the host does not exist.
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends; reportPending: boolean } | undefined> {
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends; reportPending: boolean; viewStamp: string | null } | undefined> {
       const values: Record<string, unknown> = { checked_in_at: new Date() };
       if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
       if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
@@ -71,8 +71,37 @@ export function createHostsRepo(db: Knex) {
         [resendBefore],
       );
       const pending = q.raw('(report_pending is not null) as report_pending');
-      const [r] = (await t(q).where(byKey(k)).update(values).returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string, pending as unknown as string])) as unknown as Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean }>;
-      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending } : undefined;
+      // The cluster's step-view stamp (an index lookup): the poll's cached step arguments are current while it holds.
+      const stamp = q.raw('(select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp');
+      const [r] = (await t(q)
+        .where(byKey(k))
+        .update(values)
+        .returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string, pending as unknown as string, stamp as unknown as string])) as unknown as Array<{
+        status: string;
+        cluster_id: string | null;
+        discovery_agent_version: string | null;
+        step_sends: StepSends | null;
+        steps_due: boolean;
+        report_pending: boolean;
+        view_stamp: string | null;
+      }>;
+      return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
+    },
+    /**
+     * An agent's new facts in one statement: `fields` merged into the doc in
+     * SQL (a refresh writing the doc meanwhile keeps its part, and this keeps
+     * its own), the inventory replaced when given. No row lock is taken first:
+     * a reply holds no lock a refresh waits for (refresh-queue.ts).
+     */
+    async mergeFacts(k: HostKey, fields: Record<string, unknown>, inventory: string | undefined, q: Q = db): Promise<void> {
+      await t(q)
+        .where(byKey(k))
+        .update({
+          doc: db.raw('doc || ?::jsonb', [JSON.stringify(fields)]),
+          ...(inventory !== undefined ? { inventory } : {}),
+          updated_at: new Date(),
+          facts_version: db.raw('facts_version + 1'),
+        } as never);
     },
     /** Records the repeating steps just handed out (merged into what the row holds). */
     async recordStepSends(k: HostKey, sent: StepSends, q: Q = db): Promise<void> {

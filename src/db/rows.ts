@@ -14,6 +14,8 @@ export interface ClusterRow {
   doc: Doc;
   /** The controller's verdict the install workflow has not been told yet (services/report-delivery.ts). */
   components_pending?: unknown;
+  /** Digest of what the poll's step arguments are built from, written by the refresh (step-args.ts). */
+  step_view_stamp?: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -49,6 +51,8 @@ export interface HostRow {
   step_sends?: Record<string, { d: string; at: number }>;
   /** The report the install workflow has not been told yet (services/report-delivery.ts). */
   report_pending?: unknown;
+  /** Moves with every write of the row (refresh-service.ts caches the large columns by it). */
+  facts_version?: string;
   created_at: Date;
   updated_at: Date;
 }

@@ -3,12 +3,15 @@ import { canSeeCluster, canSeeInfraEnv, canSeeInfraEnvById } from '../auth/princ
 import { notFound } from '../errors';
 import type { ClusterRow, HostRow, InfraEnvRow } from '../db/rows';
 import type { ServiceContext } from './context';
+import { readsAsPerson, settleClusters, settleHosts } from './refresh-queue';
 
 /**
  * Loaders that return a resource only when the caller may see it. Everything
  * else is "not found", whether it does not exist or belongs to someone else.
  */
 export async function loadCluster(ctx: ServiceContext, p: Principal, id: string): Promise<ClusterRow> {
+  // A person reads the cluster as validated from every fact its agents were answered for (refresh-queue.ts).
+  if (readsAsPerson(p)) await settleClusters(ctx, [id]);
   const c = await ctx.repos.clusters.get(id);
   if (!c || !(await canSeeCluster(p, c, () => ctx.repos.infraEnvs.idsBoundTo(id)))) throw notFound(`cluster ${id}`);
   return c;
@@ -32,8 +35,10 @@ export async function checkInfraEnvAccess(ctx: ServiceContext, p: Principal, id:
 
 export async function loadHost(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ infraEnv: InfraEnvRow; host: HostRow }> {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
-  const host = await ctx.repos.hosts.get({ infraEnvId, hostId });
+  let host = await ctx.repos.hosts.get({ infraEnvId, hostId });
   if (!host) throw notFound(`host ${hostId}`);
+  // A person reads the host as validated from every fact its agent was answered for (refresh-queue.ts).
+  if (readsAsPerson(p) && (await settleHosts(ctx, [host]))) host = (await ctx.repos.hosts.get({ infraEnvId, hostId })) ?? host;
   return { infraEnv, host };
 }
 

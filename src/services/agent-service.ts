@@ -19,7 +19,9 @@ import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost } from './status-writer';
 import { refreshForHost } from './refresh-service';
-import { dueNow, stepArgs } from './step-args';
+import { requestRefresh, targetOfHost } from './refresh-queue';
+import { stepArgs } from './step-args';
+import { dueNow } from './step-cadence';
 import type { StepSends } from '../db/hosts-repo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES } from './install-signals';
@@ -39,8 +41,9 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
   const key = { infraEnvId, hostId: body.host_id };
   const registered = await ctx.db.transaction(async (trx) => {
-    // Lock order everywhere: cluster, then its hosts.
-    const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.getForUpdate(infraEnv.cluster_id, trx) : undefined;
+    // Lock order everywhere: cluster, then its hosts. A key lock: the cluster cannot start installing while a host
+    // joins it, but a refresh of its other hosts goes on (a boot storm registers into clusters being refreshed).
+    const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.getForKeyShare(infraEnv.cluster_id, trx) : undefined;
     const existing = await ctx.repos.hosts.getForUpdate(key, trx);
     // New hosts join only a cluster that is not installing; a known host registering again is a fact to record (it rebooted).
     if (!existing && cluster && !(CLUSTER_EDITABLE as readonly string[]).includes(cluster.status)) {
@@ -82,7 +85,9 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
     }
     // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
     await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
-    await refreshForHost(ctx, trx, key, requestId);
+    // Validated by a refresher, not in this request: a rack powering on together registers at the rate
+    // the rows can be written, and one refresh of the cluster covers every host that arrived meanwhile.
+    await requestRefresh(trx, targetOfHost(host));
     return (await ctx.repos.hosts.get(key, trx))!;
   });
   // This report, or one a failed signal left pending: the workflow is told before the agent hears 201.
@@ -93,7 +98,7 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
   await checkInfraEnvAccess(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
-  let host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
+  const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
   if (!host) {
     // A missing infra-env is reported as such (hosts go with their infra-env).
     await loadInfraEnv(ctx, p, infraEnvId);
@@ -103,27 +108,27 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   // The poll's answer does not depend on it: if Temporal is still away it stays for the next poll.
   if (host.reportPending) await deliverHostReport(ctx, key).catch(() => undefined);
   if (host.status === 'disconnected') {
-    // It polls again: refresh now rather than wait for the monitor, so it comes back at once.
+    // It polls again: refresh now rather than wait for a refresher, so this answer is already the plan of the
+    // status it comes back to (a disconnected host is told to poll slowly). Once per reconnection, not per poll.
     await ctx.db.transaction(async (trx) => {
-      const row = await ctx.repos.hosts.get(key, trx);
-      if (row?.cluster_id) await ctx.repos.clusters.getForUpdate(row.cluster_id, trx);
+      if (host.clusterId) await ctx.repos.clusters.getForRefresh(host.clusterId, trx);
       await refreshForHost(ctx, trx, key);
     });
-    host = { ...host, status: (await ctx.repos.hosts.get(key))!.status };
+    host.status = (await ctx.repos.hosts.get(key))!.status;
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
   // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
   let row: Promise<HostRow | undefined> | undefined;
-  const polling = { id: hostId, cluster_id: host.clusterId, row: () => (row ??= ctx.repos.hosts.get(key)) };
+  const polling = { id: hostId, cluster_id: host.clusterId, view_stamp: host.viewStamp, row: () => (row ??= ctx.repos.hosts.get(key)) };
   const now = ctx.now().getTime();
   const skipped = skippedFor(agentVersion ?? host.agentVersion);
   const sent: StepSends = {};
   for (const type of plan.steps) {
     if (skipped.includes(type)) continue;
     const args = await stepArgs(ctx, type, polling);
-    const due = args ? dueNow(host.stepSends, type, args, now) : undefined;
+    const due = args ? dueNow(host.stepSends, type, args, now, ctx.stepRepeatMs) : undefined;
     if (!due) continue;
     if (due !== 'due') sent[type] = due;
     instructions.push({ step_type: type, step_id: stepId(type, rand), args: args! });
@@ -185,6 +190,13 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       throw err;
     }
   }
+  // A reply that can move the host's status (an install step failing, a disk-speed result while preparing) is
+  // decided at once, under the cluster's and the host's locks; any other reply only stores its facts (below).
+  const decides = (reply.exit_code !== 0 && reply.step_type === 'install') || (reply.exit_code === 0 && reply.step_type === 'installation-disk-speed-check');
+  if (!decides) {
+    await storeReplyFacts(ctx, key, reply, needsJson ? { output, parsed, inventoryDigest } : undefined, requestId);
+    return;
+  }
   const change = await ctx.db.transaction(async (trx) => {
     const peek = await ctx.repos.hosts.get(key, trx);
     if (!peek) throw notFound(`host ${hostId}`);
@@ -197,7 +209,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       // An install step that fails is the host failing its install (reference §3), unless it is the
       // install step of a try that already ended: the reply of a failed try can arrive after the host
       // was retried (install-a1 after install-a1-r1 went out), and must not fail the new try.
-      if (reply.step_type === 'install' && INSTALLING.includes(host.status) && (await ctx.repos.steps.latestOfType(key, 'install', trx))?.step_id === reply.step_id) {
+      if (INSTALLING.includes(host.status) && (await ctx.repos.steps.latestOfType(key, 'install', trx))?.step_id === reply.step_id) {
         const m = await applyHostEvent(ctx, trx, host, { type: 'ProgressReported', stage: 'Failed', info: reply.error?.slice(0, 200) }, { requestId });
         // It will not answer this install step again: close it, as a Failed progress report does.
         if (m.moved) {
@@ -207,24 +219,10 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       }
       return earlier;
     }
-    if (!needsJson) return earlier;
-    if (reply.step_type === 'inventory') {
-      // The same report as last time is no new fact: nothing to write, nothing to re-validate.
-      // (The stored text differs from the report: the service decides disk eligibility in it.)
-      if ((host.doc as Record<string, unknown>).inventory_digest === inventoryDigest && host.inventory) return earlier;
-      await ctx.repos.hosts.update(key, { inventory: output, doc: { ...host.doc, inventory_digest: inventoryDigest } }, trx);
-      // Or it is known by the boot MAC address it was enrolled with.
-      await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(output));
-    } else {
-      const target = REPLY_FIELD[reply.step_type]!;
-      const fields = typeof target === 'string' ? { [target]: output } : target(parsed);
-      const doc = host.doc as Record<string, unknown>;
-      if (Object.entries(fields).every(([k, v]) => doc[k] === v) && reply.step_type !== 'installation-disk-speed-check') return earlier;
-      await ctx.repos.hosts.update(key, { doc: { ...host.doc, ...fields } }, trx);
-    }
-    // New facts: validations and statuses follow in the same transaction.
+    // The disk-speed result: stored, validated, and while preparing, the host's verdict.
+    await ctx.repos.hosts.update(key, { doc: { ...host.doc, disks_info: output } }, trx);
     await refreshForHost(ctx, trx, key, requestId);
-    if (reply.step_type === 'installation-disk-speed-check' && host.status === 'preparing-for-installation') {
+    if (host.status === 'preparing-for-installation') {
       const fresh = (await ctx.repos.hosts.get(key, trx))!;
       const m = await applyHostEvent(ctx, trx, fresh, { type: 'DiskSpeedReported', ok: diskSpeedOk((fresh.doc as Record<string, unknown>).disks_info as string | undefined) ?? true }, { requestId });
       if (m.transition && m.row.status !== host.status) return { pending: await keepHostReport(trx, key, reportTarget(host, cluster), { hostId, status: m.row.status }) };
@@ -233,6 +231,48 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
   });
   // The workflow hears of the change (or of one a failed signal left pending) before the agent hears 204.
   if (change.pending) await deliverHostReport(ctx, key);
+}
+
+/**
+ * A reply's facts, stored: the step's record, and the host's fact when it
+ * changed, with its target marked for a refresh (refresh-queue.ts). The
+ * validations and statuses that follow are computed by a refresher, never in
+ * the agent's request, and one refresh covers every reply of the cluster that
+ * arrived meanwhile. A reply whose facts did not change writes only the step.
+ */
+async function storeReplyFacts(ctx: ServiceContext, key: { infraEnvId: string; hostId: string }, reply: Required<Pick<StepReply, 'exit_code'>> & StepReply, json: { output: string; parsed: unknown; inventoryDigest?: string } | undefined, requestId?: string): Promise<void> {
+  const { infraEnvId, hostId } = key;
+  await ctx.db.transaction(async (trx) => {
+    const host = await ctx.repos.hosts.get(key, trx);
+    if (!host) throw notFound(`host ${hostId}`);
+    await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' }, trx);
+    if (reply.exit_code !== 0) {
+      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      return;
+    }
+    if (!json) return;
+    const doc = host.doc as Record<string, unknown>;
+    let fields: Record<string, unknown>;
+    let inventory: string | undefined;
+    if (reply.step_type === 'inventory') {
+      // The same report as last time is no new fact: nothing to write, nothing to re-validate.
+      // (The stored text differs from the report: the service decides disk eligibility in it.)
+      if (doc.inventory_digest === json.inventoryDigest && host.inventory) return;
+      fields = { inventory_digest: json.inventoryDigest };
+      inventory = json.output;
+    } else {
+      const target = REPLY_FIELD[reply.step_type]!;
+      fields = typeof target === 'string' ? { [target]: json.output } : target(json.parsed);
+      if (Object.entries(fields).every(([k, v]) => doc[k] === v)) return;
+    }
+    // The cluster's key lock first (what the host row's second write in this transaction would take after the
+    // host's lock): a user's edit holding the cluster then waits for no one here. Refreshes do not conflict with it.
+    if (host.cluster_id) await ctx.repos.clusters.getForKeyShare(host.cluster_id, trx);
+    await ctx.repos.hosts.mergeFacts(key, fields, inventory, trx);
+    // Or it is known by the boot MAC address it was enrolled with.
+    if (inventory !== undefined) await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory));
+    await requestRefresh(trx, targetOfHost(host));
+  });
 }
 
 const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];

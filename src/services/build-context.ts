@@ -34,6 +34,7 @@ export function buildServiceContext(cfg: Config, ports: { db: Db; repos: Repos; 
       )),
     baseImages: new BaseImages({ releases, store: ports.store, cacheDir: cfg.images.cacheDir, fallbackPath: cfg.images.baseIsoPath, defaults: cfg.images.discoveryOsIso ? { x86_64: cfg.images.discoveryOsIso } : undefined }),
     lifecycle: loadLifecycleSettings(cfg),
+    stepRepeatMs: Object.fromEntries(Object.entries(cfg.stepRepeatSeconds).map(([type, s]) => [type, (s as number) * 1000])),
     installTimeouts: cfg.install,
     installImages: cfg.installImages,
     logs: cfg.logs,

@@ -7,6 +7,7 @@ import type { ServiceContext } from './context';
 import { loadCluster, ownerFilter } from './access';
 import { normalizeClusterInput } from './cluster-input';
 import { refreshCluster } from './refresh-service';
+import { readsAsPerson, settleClusters } from './refresh-queue';
 import { withBuiltinOperators } from '../domain/lifecycle/components';
 import { signalCancelled, signalReset, startInstallWorkflow } from './install-signals';
 import { AppError } from '../errors';
@@ -37,7 +38,10 @@ export async function createCluster(ctx: ServiceContext, p: Principal, body: Rec
 }
 
 export async function listClusters(ctx: ServiceContext, p: Principal) {
-  return ctx.repos.clusters.list(ownerFilter(p));
+  const list = await ctx.repos.clusters.list(ownerFilter(p));
+  // Read as validated from every fact their agents were answered for (refresh-queue.ts).
+  if (readsAsPerson(p) && (await settleClusters(ctx, list.map((c) => c.id)))) return ctx.repos.clusters.list(ownerFilter(p));
+  return list;
 }
 
 export async function getClusterWithHosts(ctx: ServiceContext, p: Principal, id: string, withHosts = true) {

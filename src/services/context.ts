@@ -44,6 +44,8 @@ export interface ServiceContext {
   imageUrlSigner: () => Promise<ImageUrlSigner>;
   baseImages: BaseImages;
   lifecycle: LifecycleSettings;
+  /** Repeat interval of each discovery step (step-cadence.ts); its defaults when unset. */
+  stepRepeatMs?: import('./step-cadence').StepRepeatMs;
   installTimeouts: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
   /** Images named in install steps; assisted-service's defaults when unset (install-request.ts). */
   installImages?: { installer: string; controller: string };

@@ -3,12 +3,15 @@ import { badRequest, notFound } from '../errors';
 import type { EventFilter } from '../db/events-repo';
 import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv } from './access';
+import { readsAsPerson, settleInfraEnv } from './refresh-queue';
 import type { Severity } from '../domain/event-catalogue';
 
 export async function listEvents(ctx: ServiceContext, p: Principal, f: EventFilter) {
   // Scope first: a caller sees events of resources they can see, and must name one unless admin.
   if (f.clusterId) await loadCluster(ctx, p, f.clusterId);
   if (f.infraEnvId) await loadInfraEnv(ctx, p, f.infraEnvId);
+  // The validation events of facts agents were already answered for are there (refresh-queue.ts).
+  if (f.infraEnvId && readsAsPerson(p)) await settleInfraEnv(ctx, f.infraEnvId);
   if (!f.clusterId && !f.infraEnvId && p.kind !== 'admin') throw badRequest('cluster_id or infra_env_id is required');
   return ctx.repos.events.list(f);
 }

@@ -6,6 +6,7 @@ import type { HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { loadCluster, loadHost, loadInfraEnv } from './access';
 import { refreshCluster, refreshForHost } from './refresh-service';
+import { readsAsPerson, settleInfraEnv } from './refresh-queue';
 import { requestHostRetry } from './install-signals';
 import { isDay2Host, retryDay2HostInstall } from './day2-service';
 import { unavailableDependency } from '../api/dependency-errors';
@@ -15,6 +16,8 @@ export const HOST_EDITABLE = ['discovering', 'known', 'disconnected', 'insuffici
 
 export async function listInfraEnvHosts(ctx: ServiceContext, p: Principal, infraEnvId: string) {
   await loadInfraEnv(ctx, p, infraEnvId);
+  // Read as validated from every fact their agents were answered for (refresh-queue.ts).
+  if (readsAsPerson(p)) await settleInfraEnv(ctx, infraEnvId);
   return ctx.repos.hosts.list({ infraEnvId });
 }
 

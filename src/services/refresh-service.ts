@@ -4,6 +4,7 @@
  * transaction, with the cluster row locked first and then its hosts, so two
  * refreshes of one cluster never interleave (one status writer per aggregate).
  */
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ClusterRow, HostRow } from '../db/rows';
 import { HOST_VALIDATIONS, HOST_VALIDATION_CATEGORY, HARDWARE_MINIMUM } from '../domain/lifecycle/host-validations';
@@ -157,21 +158,22 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
 /**
  * Host rows of a cluster, locked. The large columns (inventory, and the doc
  * with its O(n) connectivity report) are read again only for hosts whose
- * updated_at moved since this process last read them; with 100 hosts that is
- * megabytes per refresh otherwise. Poll-time columns (checked_in_at, the
- * agent's timestamp) are always read fresh, since a poll does not move
- * updated_at.
+ * facts_version moved since this process last read them (every write of the
+ * row moves it, in SQL, so two writes in one millisecond are still told
+ * apart); with 100 hosts that is megabytes per refresh otherwise. Poll-time
+ * columns (checked_in_at, the agent's timestamp) are always read fresh, since
+ * a poll does not write the large columns.
  */
-const LIGHT_COLUMNS = ['id', 'infra_env_id', 'cluster_id', 'status', 'status_info', 'status_updated_at', 'role', 'suggested_role', 'bootstrap', 'requested_hostname', 'checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'created_at', 'updated_at'] as const;
-const heavyCache = new Map<string, { updatedAt: number; inventory: string | null; doc: HostRow['doc'] }>();
+const LIGHT_COLUMNS = ['id', 'infra_env_id', 'cluster_id', 'status', 'status_info', 'status_updated_at', 'role', 'suggested_role', 'bootstrap', 'requested_hostname', 'checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'created_at', 'updated_at', 'facts_version'] as const;
+const heavyCache = new Map<string, { version: string; inventory: string | null; doc: HostRow['doc'] }>();
 
 async function lockedClusterHosts(trx: Knex.Transaction, clusterId: string): Promise<HostRow[]> {
   const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').forUpdate().select(...LIGHT_COLUMNS)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const key = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
-  const stale = light.filter((r) => heavyCache.get(key(r))?.updatedAt !== new Date(r.updated_at).getTime());
+  const stale = light.filter((r) => heavyCache.get(key(r))?.version !== String(r.facts_version));
   if (stale.length) {
-    const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'updated_at')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'updated_at'>>;
-    for (const h of heavy) heavyCache.set(key(h), { updatedAt: new Date(h.updated_at).getTime(), inventory: h.inventory, doc: h.doc });
+    const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'facts_version')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
+    for (const h of heavy) heavyCache.set(key(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc });
     if (heavyCache.size > 200_000) heavyCache.clear();
   }
   return light.map((r) => {
@@ -180,11 +182,26 @@ async function lockedClusterHosts(trx: Knex.Transaction, clusterId: string): Pro
   });
 }
 
+/**
+ * A digest of everything the poll's per-cluster step view is built from
+ * (step-args.ts): the cluster's name, domain, NTP source and networks, and
+ * each host's id and inventory. The poll reads it with its check-in and
+ * rebuilds its view only when it moved.
+ */
+function stepViewStamp(cluster: ClusterRow, rows: HostRow[]): string {
+  const d = cluster.doc as Json;
+  const h = createHash('sha1').update(JSON.stringify([cluster.name, d.base_dns_domain ?? null, d.additional_ntp_source ?? null, d.machine_networks ?? null]));
+  for (const r of rows) h.update(`\u0000${r.id}\u0000${(r.doc as Json).inventory_digest ?? r.inventory ?? ''}`);
+  return h.digest('base64url').slice(0, 22);
+}
+
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
   const settings = lifecycleSettings(ctx);
-  let cluster = await ctx.repos.clusters.getForUpdate(clusterId, trx);
+  let cluster = await ctx.repos.clusters.getForRefresh(clusterId, trx);
   if (!cluster) return undefined;
   const rows = await lockedClusterHosts(trx, clusterId);
+  const stamp = stepViewStamp(cluster, rows);
+  if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const now = ctx.now().getTime();
   const hostList = rows.map((r) => hostFacts(r, now));
   const facts = clusterFacts(cluster, hostList, ctx.releases);

@@ -2,13 +2,13 @@
  * Arguments of the steps handed out on a poll (reference §6). The poll is the
  * hot path, so what every host of a cluster needs (its peers' addresses) is
  * kept per cluster in this process instead of loaded on every poll of every
- * host. It is a cache whose loss changes no answer: each use checks a
- * fingerprint of the cluster's rows (one small aggregate query), so every API
- * process hands out the same arguments as soon as a row changed.
+ * host. It is a cache whose loss changes no answer: each use compares the
+ * cluster's step-view stamp, which the refresh writes when anything the view
+ * is built from changed and the poll's check-in returns with the host's status
+ * (no query of its own), so every API process hands out the same arguments as
+ * soon as the refresh that follows a change committed.
  */
-import { createHash } from 'node:crypto';
 import type { HostRow } from '../db/rows';
-import type { StepSends } from '../db/hosts-repo';
 import { parseJson } from '../domain/lifecycle/facts';
 import { networkOf } from '../domain/lifecycle/network';
 import type { Inventory } from '../../agent/types';
@@ -28,16 +28,19 @@ interface ClusterView {
 const MAX_PEERS = 150;
 const cache = new Map<string, ClusterView>();
 
-async function clusterView(ctx: ServiceContext, clusterId: string): Promise<ClusterView | undefined> {
-  // Any change to the cluster or to one of its hosts moves updated_at; a host leaving moves the count.
-  const stamp = (await ctx.db.raw(
-    // As text: microseconds, which a JavaScript Date would round away.
-    `select (select updated_at::text from clusters where id = ?) as c, max(updated_at)::text as h, count(*)::text as n from hosts where cluster_id = ?`,
-    [clusterId, clusterId],
-  )) as { rows: Array<{ c: string | null; h: string | null; n: string }> };
-  const s = stamp.rows[0]!;
-  if (!s.c) return undefined;
-  const fingerprint = `${s.c}/${s.h ?? ''}/${s.n}`;
+async function clusterView(ctx: ServiceContext, clusterId: string, viewStamp: string | null | undefined): Promise<ClusterView | undefined> {
+  let fingerprint = viewStamp ? `s:${viewStamp}` : undefined;
+  if (!fingerprint) {
+    // A cluster no refresh has stamped yet: a fingerprint of its rows (any change moves updated_at, a host leaving the count).
+    const stamp = (await ctx.db.raw(
+      // As text: microseconds, which a JavaScript Date would round away.
+      `select (select updated_at::text from clusters where id = ?) as c, max(updated_at)::text as h, count(*)::text as n from hosts where cluster_id = ?`,
+      [clusterId, clusterId],
+    )) as { rows: Array<{ c: string | null; h: string | null; n: string }> };
+    const s = stamp.rows[0]!;
+    if (!s.c) return undefined;
+    fingerprint = `f:${s.c}/${s.h ?? ''}/${s.n}`;
+  }
   const hit = cache.get(clusterId);
   if (hit?.fingerprint === fingerprint) return hit;
   const cluster = await ctx.repos.clusters.get(clusterId);
@@ -68,6 +71,8 @@ async function clusterView(ctx: ServiceContext, clusterId: string): Promise<Clus
 export interface PollingHost {
   id: string;
   cluster_id: string | null;
+  /** The cluster's step-view stamp, as the check-in returned it. */
+  view_stamp?: string | null;
   row(): Promise<HostRow | undefined>;
 }
 
@@ -79,7 +84,7 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
     const disk = ((row?.doc as Record<string, unknown> | undefined)?.installation_disk_path as string | undefined) ?? inventory?.disks?.find((d) => d.installation_eligibility?.eligible)?.path;
     return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
   }
-  const view = host.cluster_id ? await clusterView(ctx, host.cluster_id) : undefined;
+  const view = host.cluster_id ? await clusterView(ctx, host.cluster_id, host.view_stamp) : undefined;
   const self = view?.peers.find((p) => p.host_id === host.id);
   switch (type) {
     case 'ntp-synchronizer':
@@ -115,34 +120,4 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
     default:
       return undefined;
   }
-}
-
-/**
- * How often a step with unchanged arguments is asked again. A step whose
- * arguments changed (new peers, another machine network) goes out on the next
- * poll; an unchanged one waits, which keeps the poll answer small: with 50
- * peers, the connectivity-check arguments alone are ~7 KB on every poll.
- */
-export const STEP_REPEAT_MS: Record<string, number> = {
-  inventory: 5 * 60_000,
-  'connectivity-check': 2 * 60_000,
-  'free-network-addresses': 5 * 60_000,
-  'ntp-synchronizer': 2 * 60_000,
-  'domain-resolution': 5 * 60_000,
-  'container-image-availability': 5 * 60_000,
-};
-
-/**
- * Whether to hand out this step now: first time, changed arguments, or its
- * repeat interval passed. Decided from what the host row remembers (its
- * step_sends), so every API replica answers a poll the same way; returns the
- * record to store when the step goes out.
- */
-export function dueNow(sends: StepSends, type: string, args: string[], nowMs: number): { d: string; at: number } | 'due' | undefined {
-  const every = STEP_REPEAT_MS[type];
-  if (every === undefined) return 'due';
-  const d = createHash('sha1').update(args.join('\u0000')).digest('base64url').slice(0, 16);
-  const prev = sends[type];
-  if (prev && prev.d === d && nowMs - prev.at < every) return undefined;
-  return { d, at: nowMs };
 }

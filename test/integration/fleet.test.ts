@@ -9,7 +9,8 @@ import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/
 let h: ApiHarness;
 let infraEnvId: string;
 beforeAll(async () => {
-  h = await startApiHarness();
+  // The inventory asked on every poll (the setting at 0), so the agents' reply cache has something to hold back.
+  h = await startApiHarness({ env: { STEP_REPEAT_INVENTORY_SECONDS: '0' } });
   const cluster = (await call('POST', `${h.base}/clusters`, { body: { name: 'fleet', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
   infraEnvId = (await call('POST', `${h.base}/infra-envs`, { body: { name: 'fleet-ie', pull_secret: PULL_SECRET, cluster_id: cluster.id } })).body.id;
 });
@@ -20,14 +21,10 @@ afterAll(async () => {
 describe('fleet simulator against the API', () => {
   it('registers every profile and stores what each reports', async () => {
     const profiles = ['control-plane', 'worker', 'undersized', 'slow-disk', 'skewed-clock', 'isolated'];
-    // Ask for the inventory on every poll here, so the agents' reply cache has something to hold back.
-    const { STEP_REPEAT_MS } = await import('../../src/services/step-args');
-    const saved = STEP_REPEAT_MS.inventory!;
-    STEP_REPEAT_MS.inventory = 0;
     const report = await runFleet(
       { serviceUrl: h.url, infraEnvId, count: profiles.length, mix: profiles.join(','), durationSeconds: 4, pollIntervalSeconds: 1, rampSeconds: 0 },
       new AbortController().signal,
-    ).finally(() => (STEP_REPEAT_MS.inventory = saved));
+    );
     expect(report.registered).toBe(6);
     expect(report.polls).toBeGreaterThanOrEqual(12);
     expect(report.failures).toBe(0);

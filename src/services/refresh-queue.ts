@@ -1,0 +1,252 @@
+/**
+ * Coalesced refreshes. An agent's new facts (a registration, an inventory, a
+ * step reply that changed something) are stored and the agent is answered;
+ * what the facts belong to is only marked as needing a refresh: one row in
+ * `refresh_requests` per cluster (or per unbound host), however many facts
+ * arrive before it is refreshed. So a boot storm of 50 hosts into one
+ * cluster costs a handful of cluster refreshes, not 50 each holding an
+ * agent's request and a lock on every host of the cluster.
+ *
+ * Who refreshes:
+ * - every API process runs a refresher (startRefresher): woken by a
+ *   notification at the marking transaction's commit, it claims requests
+ *   (`FOR UPDATE SKIP LOCKED`, so N processes share the work without doing
+ *   it twice) and refreshes each target in its own transaction;
+ * - a user's read of a cluster or host settles that target's request first
+ *   (settle*), so a user never reads validations older than the facts an
+ *   agent was already answered for — the same answer as when the refresh ran
+ *   inside the agent's request;
+ * - the host monitor (worker) drains what is left, so a fleet with no API
+ *   process running a refresher is still refreshed.
+ *
+ * The request row, not the notification, is the request: a lost notification
+ * costs the sweep interval, never a refresh. Rows are appended (no unique
+ * key an agent's insert could wait on). A refresh takes a transaction-level
+ * advisory lock on its target, deletes the target's rows and refreshes, all in
+ * one transaction: facts committed before the delete are read by the refresh
+ * (their rows are deleted with it), facts committed after leave a row for the
+ * next round, and a refresh that fails rolls its delete back. Lock order:
+ * advisory lock, request rows, cluster, hosts; an agent's transaction takes
+ * only host rows and appends a request, so nothing waits in a circle.
+ */
+import { Client } from 'pg';
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import type { ServiceContext } from './context';
+import { refreshCluster, refreshUnboundHost } from './refresh-service';
+
+export const REFRESH_CHANNEL = 'landfall_refresh';
+
+export type RefreshTarget = { clusterId: string } | { infraEnvId: string; hostId: string };
+
+interface RequestRow {
+  target: string;
+  cluster_id: string | null;
+  infra_env_id: string | null;
+  host_id: string | null;
+}
+
+function targetKey(t: RefreshTarget): string {
+  return 'clusterId' in t ? `c:${t.clusterId}` : `h:${t.infraEnvId}/${t.hostId}`;
+}
+
+/** Marks a target as needing a refresh, in the caller's transaction (so the mark commits with the facts). */
+export async function requestRefresh(q: Knex | Knex.Transaction, target: RefreshTarget): Promise<void> {
+  const row = 'clusterId' in target ? { target: targetKey(target), cluster_id: target.clusterId } : { target: targetKey(target), infra_env_id: target.infraEnvId, host_id: target.hostId };
+  // One statement: the row, and the wake-up PostgreSQL sends at commit (identical ones in a transaction are sent once).
+  await q.raw(`with r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id) values (?, ?, ?, ?) returning 1) select pg_notify(?, '') from r`, [
+    row.target,
+    (row as { cluster_id?: string }).cluster_id ?? null,
+    (row as { infra_env_id?: string }).infra_env_id ?? null,
+    (row as { host_id?: string }).host_id ?? null,
+    REFRESH_CHANNEL,
+  ]);
+}
+
+/** The target a host's facts belong to: its cluster, or the host itself when it has none. */
+export function targetOfHost(host: { id: string; infra_env_id: string; cluster_id: string | null }): RefreshTarget {
+  return host.cluster_id ? { clusterId: host.cluster_id } : { infraEnvId: host.infra_env_id, hostId: host.id };
+}
+
+/** Advisory-lock key space of refresh targets (the second key is the target's hash). */
+const LOCK_SPACE = 0x4c46_5246; // 'LFRF'
+
+/**
+ * Refreshes one target in one transaction, if `wait` is false only when no
+ * other refresher holds it; whether any request was pending.
+ */
+async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean): Promise<boolean> {
+  return ctx.db.transaction(async (trx) => {
+    if (wait) await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [LOCK_SPACE, target]);
+    else {
+      const got = (await trx.raw('select pg_try_advisory_xact_lock(?, hashtext(?)) as ok', [LOCK_SPACE, target])) as { rows: Array<{ ok: boolean }> };
+      if (!got.rows[0]!.ok) return false;
+    }
+    const rows = (await trx('refresh_requests').where({ target }).delete().returning(['cluster_id', 'infra_env_id', 'host_id'])) as RequestRow[];
+    const r = rows[0];
+    if (!r) return false;
+    if (r.cluster_id) await refreshCluster(ctx, trx, r.cluster_id);
+    else {
+      const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: r.infra_env_id!, hostId: r.host_id! }, trx);
+      // Bound to a cluster since it was marked: the binding marked (or refreshed) the cluster.
+      if (host && !host.cluster_id) await refreshUnboundHost(ctx, trx, host);
+    }
+    return true;
+  });
+}
+
+/** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
+export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger): Promise<number> {
+  let done = 0;
+  const busy = new Set<string>();
+  while (done < budget) {
+    const batch = (await ctx.db('refresh_requests')
+      .whereNotIn('target', [...busy])
+      .groupBy('target')
+      .select('target')
+      .min('id as first')
+      .orderBy('first')
+      .limit(16)) as Array<{ target: string }>;
+    if (!batch.length) break;
+    for (const { target } of batch) {
+      try {
+        if (await refreshTarget(ctx, target, false)) done++;
+        // Held by another refresher: it covers this target; leave it for this round.
+        else busy.add(target);
+      } catch (err) {
+        logger?.warn({ err: (err as Error).message, target }, 'refresh failed; its request stays for the next round');
+        throw err;
+      }
+      if (done >= budget) break;
+    }
+  }
+  return done;
+}
+
+/**
+ * Waits out any refresh of these targets in flight (a shared advisory lock,
+ * taken and released in one statement, waits for a refresher's exclusive
+ * one), then runs what is still pending. Keys in sorted order everywhere, so
+ * readers settling overlapping sets never wait in a circle.
+ */
+async function settle(ctx: ServiceContext, keys: string[]): Promise<boolean> {
+  if (!keys.length) return false;
+  const sorted = [...new Set(keys)].sort();
+  await ctx.db.raw('select count(pg_advisory_xact_lock_shared(?, hashtext(t))) from (select t from unnest(?::text[]) as t order by t) s', [LOCK_SPACE, sorted]);
+  const pending = ((await ctx.db('refresh_requests').whereIn('target', sorted).distinct('target')) as Array<{ target: string }>).map((r) => r.target).sort();
+  for (const t of pending) await refreshTarget(ctx, t, true);
+  return pending.length > 0;
+}
+
+/**
+ * A user reading these clusters sees their agents' facts validated: pending
+ * refreshes run now, one in flight is waited for. Nothing pending costs two
+ * indexed queries.
+ */
+export function settleClusters(ctx: ServiceContext, clusterIds: string[]): Promise<boolean> {
+  return settle(ctx, clusterIds.map((id) => targetKey({ clusterId: id })));
+}
+
+/** The same for hosts: their clusters, or the hosts themselves when unbound. */
+export function settleHosts(ctx: ServiceContext, hosts: Array<{ id: string; infra_env_id: string; cluster_id: string | null }>): Promise<boolean> {
+  return settle(ctx, hosts.map((h) => targetKey(targetOfHost(h))));
+}
+
+/** Every target an infra-env's hosts belong to. */
+export async function settleInfraEnv(ctx: ServiceContext, infraEnvId: string): Promise<boolean> {
+  const hosts = (await ctx.db('hosts').where({ infra_env_id: infraEnvId }).select('id', 'infra_env_id', 'cluster_id')) as Array<{ id: string; infra_env_id: string; cluster_id: string | null }>;
+  return settleHosts(ctx, hosts);
+}
+
+/** Whether this caller reads as a person (a user or an administrator: the UI, the CLI, the operator), not as an agent. */
+export function readsAsPerson(p: { kind: string }): boolean {
+  return p.kind === 'user' || p.kind === 'admin';
+}
+
+export interface Refresher {
+  /** Resolves when nothing was pending at some moment after the call (tests, benchmarks). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The refresher of one API process: LISTENs on REFRESH_CHANNEL and drains the
+ * queue when woken, and every `sweepMs` in case a notification was missed
+ * (a LISTEN connection lost, a request put back after a failure).
+ */
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, sweepMs = 1000): Refresher {
+  let closed = false;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let listener: Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  const idleWaiters: Array<() => void> = [];
+
+  const run = (): void => {
+    if (closed) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await drainRefreshRequests(ctx, Infinity, logger);
+        } catch (err) {
+          // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).
+          logger?.warn({ err: (err as Error).message }, 'refresher round failed; retrying at the next sweep');
+          break;
+        }
+      } while (again && !closed);
+    })().finally(() => {
+      running = undefined;
+      if (!again) for (const w of idleWaiters.splice(0)) w();
+      else run();
+    });
+  };
+
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    const client = new Client({ connectionString: databaseUrl });
+    client.on('notification', run);
+    const retry = () => {
+      if (listener === client) listener = undefined;
+      client.end().catch(() => undefined);
+      if (!closed) retryTimer = setTimeout(() => void connect(), 2000);
+    };
+    client.on('error', (err) => {
+      logger?.warn({ err: err.message }, 'refresh wake-up connection lost; the refresher sweeps until it is back');
+      retry();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${REFRESH_CHANNEL}`);
+      listener = client;
+      run();
+    } catch (err) {
+      logger?.warn({ err: (err as Error).message }, 'refresh wake-up connection failed; the refresher sweeps until it is back');
+      retry();
+    }
+  };
+  void connect();
+  const sweep = setInterval(run, sweepMs);
+  sweep.unref();
+
+  return {
+    idle() {
+      return new Promise((resolve) => {
+        idleWaiters.push(resolve);
+        run();
+      });
+    },
+    async close() {
+      closed = true;
+      clearInterval(sweep);
+      clearTimeout(retryTimer);
+      await running?.catch(() => undefined);
+      await listener?.end().catch(() => undefined);
+      for (const w of idleWaiters.splice(0)) w();
+    },
+  };
+}
