@@ -35,10 +35,15 @@ export async function checkInfraEnvAccess(ctx: ServiceContext, p: Principal, id:
 
 export async function loadHost(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string): Promise<{ infraEnv: InfraEnvRow; host: HostRow }> {
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
-  let host = await ctx.repos.hosts.get({ infraEnvId, hostId });
+  const key = { infraEnvId, hostId };
+  // A person reads the host as validated from every fact its agent was answered for (refresh-queue.ts):
+  // settled (or a refresh in flight waited for) first, then read.
+  if (readsAsPerson(p)) {
+    const where = (await ctx.db('hosts').where({ infra_env_id: infraEnvId, id: hostId }).first('id', 'infra_env_id', 'cluster_id')) as { id: string; infra_env_id: string; cluster_id: string | null } | undefined;
+    if (where) await settleHosts(ctx, [where]);
+  }
+  const host = await ctx.repos.hosts.get(key);
   if (!host) throw notFound(`host ${hostId}`);
-  // A person reads the host as validated from every fact its agent was answered for (refresh-queue.ts).
-  if (readsAsPerson(p) && (await settleHosts(ctx, [host]))) host = (await ctx.repos.hosts.get({ infraEnvId, hostId })) ?? host;
   return { infraEnv, host };
 }
 

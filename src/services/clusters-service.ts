@@ -38,10 +38,9 @@ export async function createCluster(ctx: ServiceContext, p: Principal, body: Rec
 }
 
 export async function listClusters(ctx: ServiceContext, p: Principal) {
-  const list = await ctx.repos.clusters.list(ownerFilter(p));
-  // Read as validated from every fact their agents were answered for (refresh-queue.ts).
-  if (readsAsPerson(p) && (await settleClusters(ctx, list.map((c) => c.id)))) return ctx.repos.clusters.list(ownerFilter(p));
-  return list;
+  // Read as validated from every fact their agents were answered for (refresh-queue.ts): settled, then read.
+  if (readsAsPerson(p)) await settleClusters(ctx, (await ctx.db('clusters').where(ownerFilter(p)).select('id')).map((c: { id: string }) => c.id));
+  return ctx.repos.clusters.list(ownerFilter(p));
 }
 
 export async function getClusterWithHosts(ctx: ServiceContext, p: Principal, id: string, withHosts = true) {

@@ -8,7 +8,7 @@
  * (no query of its own), so every API process hands out the same arguments as
  * soon as the refresh that follows a change committed.
  */
-import type { HostRow } from '../db/rows';
+import type { ClusterRow, HostRow } from '../db/rows';
 import { parseJson } from '../domain/lifecycle/facts';
 import { networkOf } from '../domain/lifecycle/network';
 import type { Inventory } from '../../agent/types';
@@ -22,6 +22,8 @@ interface ClusterView {
   ntp: string;
   machineNetworks: string[];
   peers: Array<{ host_id: string; nics: Array<{ name: string; mac: string; ip_addresses: string[] }> }>;
+  /** Per host, its connectivity-check arguments (and the minute they rotate with, past MAX_PEERS): built once per view. */
+  connectivityArgs: Map<string, { minute: number; args: string[] }>;
 }
 
 /** Above this many peers a host probes a rotating sample (AS admits at most 150 connectivity steps a minute past 150 hosts). */
@@ -45,23 +47,37 @@ async function clusterView(ctx: ServiceContext, clusterId: string, viewStamp: st
   if (hit?.fingerprint === fingerprint) return hit;
   const cluster = await ctx.repos.clusters.get(clusterId);
   if (!cluster) return undefined;
-  // Ordered: the peer list is the step's argument, and a list that reorders with every row update looks changed and goes out again.
-  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').orderBy('id').select('id', 'inventory');
+  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
+  const view = buildClusterView(fingerprint, cluster, hosts);
+  cache.set(clusterId, view);
+  if (cache.size > 10000) cache.delete(cache.keys().next().value!);
+  return view;
+}
+
+/**
+ * The view from the rows, in whatever order the database returned them. The
+ * peer list is the connectivity step's argument, and a step whose argument
+ * changed goes out again at once: sorted here, so a list that reordered with
+ * every row update never looks changed (it did, when it came unordered from
+ * the query: every reply re-sent the check to every peer).
+ */
+export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 'name' | 'doc'>, hosts: Array<Pick<HostRow, 'id' | 'inventory'>>): ClusterView {
   const d = cluster.doc as Record<string, unknown>;
-  const view: ClusterView = {
+  return {
     fingerprint,
     name: cluster.name,
     baseDomain: (d.base_dns_domain as string | undefined) || undefined,
     ntp: (d.additional_ntp_source as string | undefined) ?? '',
     machineNetworks: ((d.machine_networks as Array<{ cidr: string }> | undefined) ?? []).map((n) => n.cidr),
-    peers: hosts.map((h) => ({
-      host_id: h.id,
-      nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
-    })),
+    peers: [...hosts]
+      .filter((h) => h.inventory)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((h) => ({
+        host_id: h.id,
+        nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
+      })),
+    connectivityArgs: new Map(),
   };
-  cache.set(clusterId, view);
-  if (cache.size > 10000) cache.delete(cache.keys().next().value!);
-  return view;
 }
 
 /**
@@ -93,12 +109,18 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
       if (!view || !self) return undefined;
       let peers = view.peers.filter((p) => p.host_id !== host.id && p.nics.length);
       if (!peers.length) return undefined;
+      const minute = peers.length > MAX_PEERS ? Math.floor(ctx.now().getTime() / 60000) : 0;
+      const memo = view.connectivityArgs.get(host.id);
+      // The same array while the view holds: its digest is memoised too (step-cadence.ts).
+      if (memo && memo.minute === minute) return memo.args;
       if (peers.length > MAX_PEERS) {
-        const start = Math.floor(ctx.now().getTime() / 60000) % peers.length;
+        const start = minute % peers.length;
         peers = [...peers.slice(start), ...peers.slice(0, start)].slice(0, MAX_PEERS);
       }
       // Bare addresses: the upstream agent validates ip_addresses as IPs and refuses the inventory's CIDR form.
-      return [JSON.stringify(peers.map((p) => ({ host_id: p.host_id, nics: p.nics.map((n) => ({ ...n, ip_addresses: n.ip_addresses.map((a) => a.split('/')[0]!) })) })))];
+      const args = [JSON.stringify(peers.map((p) => ({ host_id: p.host_id, nics: p.nics.map((n) => ({ ...n, ip_addresses: n.ip_addresses.map((a) => a.split('/')[0]!) })) })))];
+      view.connectivityArgs.set(host.id, { minute, args });
+      return args;
     }
     case 'free-network-addresses': {
       const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses ?? []);

@@ -40,7 +40,11 @@ function fakeContext(sizeBytes: number) {
       return { stream: await store.getStream(key), sizeBytes };
     },
   };
-  const db = () => ({ where: () => ({ select: async () => [{ id: 'a1', requested_hostname: 'master-0', inventory: null }] }) });
+  // The hosts query, and an empty refresh queue for the read's settling (refresh-queue.ts).
+  const db = Object.assign(
+    (table: string) => (table === 'refresh_requests' ? { whereIn: () => ({ distinct: async () => [] }) } : { where: () => ({ select: async () => [{ id: 'a1', requested_hostname: 'master-0', inventory: null }] }) }),
+    { raw: async () => ({ rows: [] }) },
+  );
   const ctx = { store, db, repos: { clusters: { get: async () => ({ id: CLUSTER, name: 'demo', owner: 'x' }) }, infraEnvs: { idsBoundTo: async () => [] } } } as unknown as ServiceContext;
   return { ctx, read };
 }
