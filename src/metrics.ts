@@ -16,6 +16,7 @@ import type { Db } from './db/database';
  */
 export const PROCESS_LOCAL_METRICS: readonly string[] = [
   'landfall_process_resident_memory_bytes',
+  'landfall_process_heap_used_bytes',
   'landfall_process_cpu_seconds_total',
   'landfall_host_install_stage_duration_seconds',
   'landfall_host_registration_to_known_seconds',
@@ -37,6 +38,15 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort }
     registers: [registry],
     collect() {
       this.set(process.memoryUsage().rss);
+    },
+  });
+  // RSS alone does not tell a leak (the heap grows) from the allocator keeping freed pages; bench/soak reads both.
+  new Gauge({
+    name: 'landfall_process_heap_used_bytes',
+    help: 'V8 heap in use by this process',
+    registers: [registry],
+    collect() {
+      this.set(process.memoryUsage().heapUsed);
     },
   });
   new Counter({
