@@ -175,7 +175,7 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const criteria: KneeCriteria = { p99Ms: TARGET_P99_MS };
   const windows = opts.rates.length + (opts.bisect ? opts.bisectSteps : 0);
-  const budgetMs = 240_000 + opts.hosts * 60 + (opts.warmup + windows * (opts.duration + opts.settle + 20) + (opts.saturation ? opts.duration + 20 : 0)) * 1000;
+  const budgetMs = 240_000 + opts.hosts * 100 + (opts.warmup + windows * (opts.duration + opts.settle + 20) + (opts.saturation ? opts.duration + 20 : 0)) * 1000;
   const startedAt = new Date();
   const loadBefore = machineLoad();
   let stack: Stack | undefined;
