@@ -219,8 +219,20 @@ export async function populate(stack: Stack, hosts: number, hostsPerCluster: num
     }
   });
   const registerSeconds = (Date.now() - t0) / 1000;
+  // Registrations and inventories may be refreshed after the agent was answered (coalesced refresh): measure the steady state.
+  const drained = Date.now();
+  while (((await refreshBacklog(stack)) ?? 0) > 0 && Date.now() - drained < 300_000) await sleep(500);
   const statuses = (await stack.pgQuery('select status, count(*)::int as n from hosts group by status order by n desc')).rows as Array<{ status: string; n: number }>;
   return { clusterCount, infraEnvIds, hostIds, stepsPaths, registerSeconds, statuses };
+}
+
+/** Targets (clusters, unbound hosts) waiting for a coalesced refresh; undefined on a schema without the queue. */
+export async function refreshBacklog(stack: Stack): Promise<number | undefined> {
+  try {
+    return Number((await stack.pgQuery('select count(distinct target)::int as n from refresh_requests')).rows[0]!.n);
+  } catch {
+    return undefined;
+  }
 }
 
 // ---- the load generator child
