@@ -32,10 +32,12 @@ export interface AgentStats {
   repliesSkipped: number;
   registrations: number;
   failures: number;
+  /** Steps handed out to this agent, by type (what the benches compare with the service's cadence). */
+  steps: Record<string, number>;
 }
 
 export class HostAgent {
-  readonly stats: AgentStats = { polls: 0, replies: 0, repliesSkipped: 0, registrations: 0, failures: 0 };
+  readonly stats: AgentStats = { polls: 0, replies: 0, repliesSkipped: 0, registrations: 0, failures: 0, steps: {} };
   private hostId = '';
   private readonly replyCache = new Map<string, { digest: string; at: number }>();
   private pendingDiagnosis: { diagnosis: Diagnosis; since: number; attempts: number } | undefined;
@@ -202,6 +204,7 @@ export class HostAgent {
     }
     await this.uploadDiagnosis(signal);
     const steps = answer.json<Steps>();
+    for (const step of steps.instructions ?? []) this.stats.steps[step.step_type] = (this.stats.steps[step.step_type] ?? 0) + 1;
     const ctx = {
       executor: this.executor,
       reportProgress: async (stage: string, info?: string) => {

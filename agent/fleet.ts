@@ -14,7 +14,7 @@ import { AGENT_VERSION, type AgentConfig } from './config';
 import { SimulatedExecutor, SimulatedNetwork, simulatedIdentity } from './executors/simulated';
 import { arpingFrom, createTopology, netnsAvailable, pingFrom, type NetnsTopology } from './netns';
 import { expandMix, loadProfile } from './profiles';
-import { ServiceClient } from './service-client';
+import { ServiceClient, type RequestObserver } from './service-client';
 import type { ConnectivityPeer } from './types';
 
 export interface FleetOptions {
@@ -43,7 +43,13 @@ export interface FleetOptions {
   rampSeconds?: number;
   onProgress?: (line: string) => void;
   log?: AgentLog;
+  /** Told of every answer an agent gets, with its latency (bench/fleet-real.ts). */
+  observe?: RequestObserver;
+  /** Handed a reader of the fleet's running totals once the agents exist (for measurements over a window). */
+  onTotals?: (read: () => FleetTotals) => void;
 }
+
+export type FleetTotals = ReturnType<typeof totals>;
 
 export interface FleetReport {
   hosts: Array<{ id: string; profile: string; hostname: string; ip: string }>;
@@ -53,6 +59,8 @@ export interface FleetReport {
   /** Replies held back because the service already has an identical result. */
   skipped: number;
   failures: number;
+  /** Steps handed out, by type. */
+  steps: Record<string, number>;
   netns?: { used: boolean; reason?: string };
 }
 
@@ -88,7 +96,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   const seed = o.seed ?? `${o.infraEnvId}`;
   const network = o.network ?? new SimulatedNetwork(undefined, undefined, Boolean(o.joinsRunningCluster));
   const first = o.firstIndex ?? 0;
-  const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 };
+  const report: FleetReport = { hosts: [], registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0, steps: {} };
 
   let topology: NetnsTopology | undefined;
   if (o.netns) {
@@ -115,9 +123,10 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
       const executor = topology ? new NetnsExecutor(profile, identity, network, topology.hosts[i]!.ns) : new SimulatedExecutor(profile, identity, network);
       if (topology && profile.link?.isolated) await topology.cut(i);
       const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds, ...(o.stateDir ? { outboxDir: path.join(o.stateDir, identity.id) } : {}) };
-      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60 }));
+      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher, undefined, o.observe), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60 }));
       report.hosts.push({ id: identity.id, profile: profile.name, hostname: identity.hostname, ip: identity.ip });
     }
+    o.onTotals?.(() => totals(agents));
     const progress = setInterval(() => {
       const s = totals(agents);
       o.onProgress?.(`fleet: ${s.registered}/${o.count} registered, ${s.polls} polls, ${s.replies} replies, ${s.failures} failures`);
@@ -144,8 +153,10 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
 }
 
 function totals(agents: HostAgent[]) {
+  const steps: Record<string, number> = {};
+  for (const a of agents) for (const [type, n] of Object.entries(a.stats.steps)) steps[type] = (steps[type] ?? 0) + n;
   return agents.reduce(
-    (acc, a) => ({ registered: acc.registered + (a.stats.registrations > 0 ? 1 : 0), polls: acc.polls + a.stats.polls, replies: acc.replies + a.stats.replies, skipped: acc.skipped + a.stats.repliesSkipped, failures: acc.failures + a.stats.failures }),
-    { registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0 },
+    (acc, a) => ({ ...acc, registered: acc.registered + (a.stats.registrations > 0 ? 1 : 0), polls: acc.polls + a.stats.polls, replies: acc.replies + a.stats.replies, skipped: acc.skipped + a.stats.repliesSkipped, failures: acc.failures + a.stats.failures }),
+    { registered: 0, polls: 0, replies: 0, skipped: 0, failures: 0, steps },
   );
 }

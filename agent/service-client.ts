@@ -60,11 +60,15 @@ export function backoffMs(attempt: number, baseMs = 1000, capMs = 60000, random 
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 
+/** Told of every HTTP answer (each attempt), with the time it took: how the fleet benches see per-request latency. */
+export type RequestObserver = (a: { method: string; path: string; status: number; ms: number }) => void;
+
 export class ServiceClient {
   constructor(
     private readonly cfg: AgentConfig,
     private readonly dispatcher: Dispatcher,
     private readonly retries = 3,
+    private readonly observe?: RequestObserver,
   ) {}
 
   async request(method: string, path: string, body?: unknown, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<HttpAnswer> {
@@ -72,6 +76,7 @@ export class ServiceClient {
     for (let attempt = 0; attempt <= this.retries; attempt++) {
       if (attempt > 0) await sleep(backoffMs(attempt, 500, 10000), signal);
       try {
+        const started = this.observe ? performance.now() : 0;
         const res = await fetch(`${this.cfg.serviceUrl}${BASE}${path}`, {
           method,
           dispatcher: this.dispatcher,
@@ -86,6 +91,7 @@ export class ServiceClient {
         });
         this.takeRenewedToken(res.headers.get(RENEWED_TOKEN_HEADER));
         const text = await res.text();
+        this.observe?.({ method, path, status: res.status, ms: performance.now() - started });
         if (res.status >= 500 && attempt < this.retries) {
           lastErr = new Error(`HTTP ${res.status}`);
           continue;

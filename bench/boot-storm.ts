@@ -20,7 +20,6 @@
  * then DIR, the same way, and prints the ratio. Everything runs on 127.0.0.1;
  * everything it starts is stopped; a watchdog bounds the run.
  */
-import http from 'node:http';
 import { mkdtempSync, promises as fs, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +27,10 @@ import { startEmbeddedPostgres, type EmbeddedPg } from '../src/dev/embedded-post
 import { freePort, repoRoot, sleep } from '../src/dev/process-utils';
 import { inventoryFor } from './inventory';
 import {
+  AGENT_API,
   benchHostId,
+  createBenchClusters,
+  keepAliveClient,
   CpuMeter,
   fmtNum,
   forEachConcurrently,
@@ -46,9 +48,8 @@ import {
   type Percentiles,
 } from './support';
 
-const BASE = '/api/assisted-install/v2';
+const BASE = AGENT_API;
 const SETTLE_TARGET_S = 5;
-const MACHINE_NETWORK = '10.20.0.0/16'; // bench/inventory.ts gives host i the address 10.20.(i>>8).(i&255)/16 (i < 65,536)
 
 interface Options {
   hosts: number;
@@ -116,26 +117,6 @@ interface StormResult {
   load: { before: string; after: string };
 }
 
-/** A keep-alive JSON client of one API, timing each request. */
-function client(port: number, sockets: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
-  const request = (method: string, p: string, body: string): Promise<{ status: number; ms: number; text: string }> =>
-    new Promise((resolve, reject) => {
-      const t0 = performance.now();
-      const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (text += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, text }));
-        res.on('error', reject);
-      });
-      req.setTimeout(60_000, () => req.destroy(new Error('timed out after 60 s')));
-      req.on('error', reject);
-      req.end(body);
-    });
-  return { request, close: () => agent.destroy() };
-}
-
 async function gitCommit(repo: string): Promise<string> {
   const { execFileSync } = await import('node:child_process');
   try {
@@ -195,22 +176,9 @@ async function runStorm(o: Options, repo: string): Promise<StormResult> {
     await waitHttpOk(`http://127.0.0.1:${port}/healthz`, 60_000, api);
     await sleep(500);
     const rssIdle = treeRssKb(api.pid) / 1024;
-    const http1 = client(port, Math.max(16, o.concurrency));
-    const call = async (method: string, p: string, body: unknown, expected: number) => {
-      const r = await http1.request(method, p, JSON.stringify(body));
-      if (r.status !== expected) throw new Error(`${method} ${p}: HTTP ${r.status} (expected ${expected}): ${r.text.slice(0, 300)}`);
-      return JSON.parse(r.text || 'null') as { id: string };
-    };
-
-    // ---- clusters ready to validate: a machine network and VIPs, so a host with an inventory leaves discovering.
-    const pullSecret = JSON.stringify({ auths: { 'registry.example.com': { auth: 'YmVuY2g6YmVuY2g=' } } });
-    const sshKey = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx4l8jTj2tUiX4lUzTnI6FvR2d1eI8kXoW7hSg2gq1m bench@landfall';
+    const http1 = keepAliveClient(port, Math.max(16, o.concurrency));
     const clusters = Math.ceil(o.hosts / o.hostsPerCluster);
-    const infraEnvs: string[] = new Array<string>(clusters);
-    await forEachConcurrently(clusters, 8, async (k) => {
-      const c = await call('POST', `${BASE}/clusters`, { name: `storm-${k}`, openshift_version: '1.31', pull_secret: pullSecret, base_dns_domain: 'example.com', ssh_public_key: sshKey, machine_networks: [{ cidr: MACHINE_NETWORK }], api_vips: [{ ip: '10.20.255.250' }], ingress_vips: [{ ip: '10.20.255.251' }] }, 201);
-      infraEnvs[k] = (await call('POST', `${BASE}/infra-envs`, { name: `storm-${k}-ie`, pull_secret: pullSecret, cluster_id: c.id, ssh_authorized_key: sshKey, image_type: 'minimal-iso' }, 201)).id;
-    });
+    const infraEnvs = await createBenchClusters(http1, clusters, 'storm');
 
     // ---- the requests, built before the storm so the load generator stays cheap during it
     const ids = Array.from({ length: o.hosts }, (_, i) => benchHostId(i));

@@ -1,6 +1,8 @@
 /** What the lifecycle, fleet and install benchmarks share: flags, a watchdog, a migrated embedded PostgreSQL. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -140,7 +142,8 @@ export class CpuMeter {
   private before = new Map<string, number>();
   private machine0 = { busy: 0, total: 0 };
 
-  constructor(private readonly parties: Record<string, number | 'self' | (() => number | undefined)>) {}
+  /** A party: a process tree by pid (or a function giving the pid now), `'self'`, or `{ only: pid }` (that process alone, not its children). */
+  constructor(private readonly parties: Record<string, number | 'self' | { only: number } | (() => number | undefined)>) {}
 
   private read(): Map<string, number> {
     const table = processTable();
@@ -149,6 +152,8 @@ export class CpuMeter {
       if (who === 'self') {
         const u = process.cpuUsage();
         out.set(name, (u.user + u.system) / 1e6);
+      } else if (typeof who === 'object') {
+        out.set(name, procInfo(who.only)?.self ?? 0);
       } else {
         const pid = typeof who === 'function' ? who() : who;
         out.set(name, pid ? treeCpuSeconds(pid, table) : 0);
@@ -293,4 +298,116 @@ export function resultFile(name: string): string {
   const dir = path.join(repoRoot(), 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   return path.join(dir, `${name}-${new Date().toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
+}
+
+// ---- The whole stack as `npm start` runs it (`landfall dev`: Temporal, PostgreSQL, migrations, api, worker).
+
+export interface DevStack {
+  /** The API's base URL (127.0.0.1). */
+  url: string;
+  databaseUrl: string;
+  /** The supervisor (`landfall dev`) process. */
+  pid: number;
+  /** Each component's pid now (the supervisor restarts a component that dies: read again rather than keep). */
+  pids(): { supervisor: number; api?: number; worker?: number; temporal?: number; postgres?: number };
+  recent: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * `node dist/src/cli/main.js dev` (what `npm start` runs after its set-up) in a temporary state
+ * folder on free loopback ports, no demo fleet, `LOG_LEVEL=warn`; `env` adds or overrides settings
+ * (e.g. HOST_DISCONNECT_TIMEOUT_MS). Resolves once the API answers /readyz.
+ */
+export async function startDevStack(o: { env?: Record<string, string>; repo?: string; readyTimeoutMs?: number } = {}): Promise<DevStack> {
+  const repo = o.repo ?? repoRoot();
+  const work = mkdtempSync(path.join(os.tmpdir(), 'landfall-bench-stack-'));
+  // As root, PostgreSQL runs as `postgres`: it must be able to pass through this folder to its data folder.
+  chmodSync(work, 0o711);
+  const [apiPort, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const child = spawnLandfall(repo, ['dev'], {
+    STATE_DIR: path.join(work, 'state'),
+    API_HOST: '127.0.0.1',
+    API_PORT: String(apiPort),
+    SERVICE_BASE_URL: `http://127.0.0.1:${apiPort}`,
+    TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+    TEMPORAL_UI_PORT: String(uiPort),
+    EMBEDDED_POSTGRES_PORT: String(pgPort),
+    DEMO_FLEET_HOSTS: '0',
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    AUTH_TYPE: 'none',
+    ...o.env,
+  });
+  const url = `http://127.0.0.1:${apiPort}`;
+  const stop = async () => {
+    await stopProcess(child.proc, 60_000, 'SIGTERM');
+    await rm(work, { recursive: true, force: true }).catch(() => undefined);
+  };
+  try {
+    await waitHttpOk(`${url}/readyz`, o.readyTimeoutMs ?? 180_000, child);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const password = readFileSync(path.join(work, 'state', 'postgres.password'), 'utf8').trim();
+  const pids = () => {
+    const table = processTable();
+    const out: ReturnType<DevStack['pids']> = { supervisor: child.pid };
+    for (const [pid, ppid] of table) {
+      if (ppid !== child.pid) continue;
+      const cmd = procCmdline(pid);
+      if (/main\.js api\b/.test(cmd)) out.api = pid;
+      else if (/main\.js worker\b/.test(cmd)) out.worker = pid;
+      else if (/\btemporal\b.*server start-dev/.test(cmd)) out.temporal = pid;
+      else if (/postgres\b.*-D /.test(cmd)) out.postgres = pid;
+    }
+    return out;
+  };
+  return { url, databaseUrl: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/landfall`, pid: child.pid, pids, recent: child.recent, stop };
+}
+
+// ---- Hosts through the agent API, fast: keep-alive connections, request bodies built beforehand.
+
+/** A keep-alive HTTP client of one API on 127.0.0.1, timing each request. */
+export function keepAliveClient(port: number, sockets: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  const request = (method: string, p: string, body?: string): Promise<{ status: number; ms: number; text: string }> =>
+    new Promise((resolve, reject) => {
+      const t0 = performance.now();
+      const headers: Record<string, string | number> = body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {};
+      const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, text }));
+        res.on('error', reject);
+      });
+      req.setTimeout(60_000, () => req.destroy(new Error('timed out after 60 s')));
+      req.on('error', reject);
+      req.end(body);
+    });
+  /** The parsed answer, or an error naming the request when its status is not `expected`. */
+  const json = async <T = { id: string }>(method: string, p: string, body: unknown, expected: number): Promise<T> => {
+    const r = await request(method, p, body === undefined ? undefined : JSON.stringify(body));
+    if (r.status !== expected) throw new Error(`${method} ${p}: HTTP ${r.status} (expected ${expected}): ${r.text.slice(0, 300)}`);
+    return JSON.parse(r.text || 'null') as T;
+  };
+  return { request, json, close: () => agent.destroy() };
+}
+
+export const AGENT_API = '/api/assisted-install/v2';
+/** bench/inventory.ts gives host i the address 10.20.(i>>8).(i&255)/16 (for i < 65,536): the clusters' machine network. */
+export const BENCH_MACHINE_NETWORK = '10.20.0.0/16';
+
+/** `count` clusters ready to validate (machine network and VIPs, or `network`'s fields: a host with an inventory leaves discovering), one infra-env each; their infra-env ids. */
+export async function createBenchClusters(client: ReturnType<typeof keepAliveClient>, count: number, prefix: string, network?: Record<string, unknown>): Promise<string[]> {
+  const pullSecret = JSON.stringify({ auths: { 'registry.example.com': { auth: 'YmVuY2g6YmVuY2g=' } } });
+  const sshKey = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx4l8jTj2tUiX4lUzTnI6FvR2d1eI8kXoW7hSg2gq1m bench@landfall';
+  const infraEnvs: string[] = new Array<string>(count);
+  await forEachConcurrently(count, 8, async (k) => {
+    const c = await client.json('POST', `${AGENT_API}/clusters`, { name: `${prefix}-${k}`, openshift_version: '1.31', pull_secret: pullSecret, base_dns_domain: 'example.com', ssh_public_key: sshKey, ...(network ?? { machine_networks: [{ cidr: BENCH_MACHINE_NETWORK }], api_vips: [{ ip: '10.20.255.250' }], ingress_vips: [{ ip: '10.20.255.251' }] }) }, 201);
+    infraEnvs[k] = (await client.json('POST', `${AGENT_API}/infra-envs`, { name: `${prefix}-${k}-ie`, pull_secret: pullSecret, cluster_id: c.id, ssh_authorized_key: sshKey, image_type: 'minimal-iso' }, 201)).id;
+  });
+  return infraEnvs;
 }

@@ -1,0 +1,307 @@
+/**
+ * The idle cost of the whole stack (not a timed test): `landfall dev` (what
+ * `npm start` runs: Temporal dev server, embedded PostgreSQL, api, worker)
+ * with N registered hosts, each with its inventory, in clusters of 50.
+ *
+ *   npm run bench:idle-fleet -- [--hosts 20000] [--poll-phase-seconds 120] [--idle-seconds 120]
+ *                               [--disconnect-timeout-ms 60000] [--json FILE]
+ *
+ * Phase a, polling: every host polls `GET …/instructions` once per 60 s (an
+ *   open-loop generator: N/60 polls/s, each host at its own fixed offset,
+ *   latency from the poll's due time). Nobody runs or answers the steps the
+ *   polls hand out (they are counted): what it measures is the poll and the
+ *   background around it. Reports the API's CPU per poll and every other
+ *   process's CPU.
+ * Phase b, silent: no request at all. b1 runs until every host is
+ *   `disconnected` (the worker's host-monitor schedule, with
+ *   HOST_DISCONNECT_TIMEOUT_MS set short for the bench); the detection delay
+ *   is read per host from PostgreSQL (status_updated_at - checked_in_at) and
+ *   held against the timeout + 30 s; the monitor's transactions are sized by
+ *   the host rows each one left behind (rows grouped by xmin) and by the
+ *   longest transaction seen in pg_stat_activity. b2 then measures every
+ *   process's CPU with nothing calling and nothing left to do: the stack's
+ *   background cost.
+ *
+ * Everything runs on 127.0.0.1; everything it starts is stopped; a watchdog
+ * bounds the run.
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sleep } from '../src/dev/process-utils';
+import { inventoryFor } from './inventory';
+import {
+  AGENT_API,
+  benchHostId,
+  CpuMeter,
+  createBenchClusters,
+  fmtNum,
+  forEachConcurrently,
+  keepAliveClient,
+  latencyLine,
+  loadAverage,
+  percentiles,
+  pgQuery,
+  resultFile,
+  rssMb,
+  startDevStack,
+  treeRssKb,
+  type DevStack,
+  type Percentiles,
+} from './support';
+
+interface Options {
+  hosts: number;
+  hostsPerCluster: number;
+  registerConcurrency: number;
+  pollSeconds: number;
+  pollPhaseSeconds: number;
+  idleSeconds: number;
+  disconnectTimeoutMs: number;
+  json?: string;
+}
+
+const USAGE = `usage: node dist/bench/idle-fleet.js [options]
+  --hosts N                  registered hosts (default 20000)
+  --hosts-per-cluster N      hosts per cluster (default 50)
+  --register-concurrency C   registrations at a time during set-up (default 64)
+  --poll-seconds S           each host's poll interval in phase a (default 60, the service's)
+  --poll-phase-seconds S     length of phase a (default 120)
+  --idle-seconds S           length of phase b2, after every host is disconnected (default 120)
+  --disconnect-timeout-ms MS HOST_DISCONNECT_TIMEOUT_MS of the stack (default 60000; the service's default is 180000)
+  --json FILE                the result file (default bench/results/idle-fleet-<time>.json)
+`;
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, registerConcurrency: 64, pollSeconds: 60, pollPhaseSeconds: 120, idleSeconds: 120, disconnectTimeoutMs: 60_000 };
+  const num = (name: string, v: string | undefined, min: number, max: number) => {
+    const n = Number(v);
+    if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = () => argv[++i];
+    switch (a) {
+      case '--hosts': o.hosts = num(a, next(), 1, 65_000); break;
+      case '--hosts-per-cluster': o.hostsPerCluster = num(a, next(), 1, 10_000); break;
+      case '--register-concurrency': o.registerConcurrency = num(a, next(), 1, 1024); break;
+      case '--poll-seconds': o.pollSeconds = num(a, next(), 1, 3600); break;
+      case '--poll-phase-seconds': o.pollPhaseSeconds = num(a, next(), 5, 24 * 3600); break;
+      case '--idle-seconds': o.idleSeconds = num(a, next(), 5, 24 * 3600); break;
+      case '--disconnect-timeout-ms': o.disconnectTimeoutMs = num(a, next(), 1000, 24 * 3600_000); break;
+      case '--json': o.json = next(); break;
+      case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
+      default: throw new Error(`unknown option ${a}\n${USAGE}`);
+    }
+  }
+  return o;
+}
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+type Cpu = ReturnType<CpuMeter['stop']>;
+const coresLine = (c: Cpu) => `${Object.entries(c.cores).map(([k, v]) => `${k} ${fmtNum(v, 3)}`).join('   ')}   other processes ${fmtNum(c.other, 2)}   (machine busy ${fmtNum(c.machineBusy, 2)})`;
+const STACK = ['api', 'worker', 'temporal', 'postgres', 'supervisor'] as const;
+const stackCores = (c: Cpu) => STACK.reduce((s, k) => s + (c.cores[k] ?? 0), 0);
+
+/** Polls at a constant rate, each host at its own offset within the interval; latency from the due time. */
+async function pollOpenLoop(client: ReturnType<typeof keepAliveClient>, paths: string[], pollSeconds: number, seconds: number) {
+  const n = paths.length;
+  const lat: number[] = [];
+  const statuses: Record<string, number> = {};
+  const steps: Record<string, number> = {};
+  let errors = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let scheduled = 0;
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  const interval = (pollSeconds * 1000) / n; // one host's poll every `interval` ms, round robin
+  const pending: Array<Promise<void>> = [];
+  const fire = (k: number, due: number) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    const p = client
+      .request('GET', `${paths[k % n]}?timestamp=${Math.floor(Date.now() / 1000)}`)
+      .then((r) => {
+        lat.push(performance.now() - due);
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        if (r.status === 200) for (const s of (JSON.parse(r.text) as { instructions?: Array<{ step_type: string }> }).instructions ?? []) steps[s.step_type] = (steps[s.step_type] ?? 0) + 1;
+      })
+      .catch(() => void errors++)
+      .finally(() => inFlight--);
+    pending.push(p);
+    if (pending.length > 10_000) pending.splice(0, 5_000);
+  };
+  while (performance.now() < end) {
+    const now = performance.now();
+    while (t0 + scheduled * interval <= now) {
+      fire(scheduled, t0 + scheduled * interval);
+      scheduled++;
+    }
+    await sleep(2);
+  }
+  const drainUntil = performance.now() + 30_000;
+  while (inFlight > 0 && performance.now() < drainUntil) await sleep(20);
+  return { seconds: (performance.now() - t0) / 1000, scheduled, answered: lat.length, errors, statuses, steps, maxInFlight, latency: percentiles(lat) };
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const dog = setTimeout(() => {
+    process.stderr.write('idle-fleet: watchdog expired\n');
+    process.exit(2);
+  }, 600_000 + o.hosts * 100 + (o.pollPhaseSeconds + o.idleSeconds) * 1000 + o.disconnectTimeoutMs + 1_800_000);
+  dog.unref();
+  let stack: DevStack | undefined;
+  const stopAll = async () => stack?.stop();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
+  try {
+    const load0 = loadAverage();
+    out(`idle-fleet: starting the stack (landfall dev, HOST_DISCONNECT_TIMEOUT_MS=${o.disconnectTimeoutMs}); load ${load0}`);
+    stack = await startDevStack({ env: { HOST_DISCONNECT_TIMEOUT_MS: String(o.disconnectTimeoutMs) } });
+    const s = stack;
+    const pids = () => s.pids();
+    const meter = () =>
+      new CpuMeter({
+        api: () => pids().api,
+        worker: () => pids().worker,
+        temporal: () => pids().temporal,
+        postgres: () => pids().postgres,
+        supervisor: { only: s.pid },
+        'load generator': 'self',
+      });
+    const port = Number(new URL(s.url).port);
+    const client = keepAliveClient(port, Math.max(64, o.registerConcurrency));
+
+    // ---- at rest with no hosts: the floor
+    await sleep(5_000);
+    const empty = meter();
+    empty.start();
+    await sleep(30_000);
+    const emptyCpu = empty.stop();
+    out(`empty stack, 30 s: ${coresLine(emptyCpu)}`);
+
+    // ---- set-up: N hosts register and post their inventory, through the API
+    const clusters = Math.ceil(o.hosts / o.hostsPerCluster);
+    const infraEnvs = await createBenchClusters(client, clusters, 'idle');
+    const ids = Array.from({ length: o.hosts }, (_, i) => benchHostId(i, 'c0000000'));
+    const ie = (i: number) => infraEnvs[Math.floor(i / o.hostsPerCluster)]!;
+    const t0 = performance.now();
+    let done = 0;
+    let last = Date.now();
+    await forEachConcurrently(o.hosts, o.registerConcurrency, async (i) => {
+      await client.json('POST', `${AGENT_API}/infra-envs/${ie(i)}/hosts`, { host_id: ids[i], discovery_agent_version: 'bench-agent:1.0' }, 201);
+      const inv = JSON.stringify({ step_type: 'inventory', step_id: `inventory-${i.toString(16)}`, exit_code: 0, output: inventoryFor(`idle-${String(i).padStart(6, '0')}`, i) });
+      const r = await client.request('POST', `${AGENT_API}/infra-envs/${ie(i)}/hosts/${ids[i]}/instructions`, inv);
+      if (r.status !== 204) throw new Error(`inventory of host ${i}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
+      done++;
+      if (Date.now() - last > 10_000) {
+        last = Date.now();
+        out(`  set-up: ${fmtNum(done)}/${fmtNum(o.hosts)} hosts (${fmtNum(done / ((performance.now() - t0) / 1000))}/s)`);
+      }
+    });
+    const setupSeconds = (performance.now() - t0) / 1000;
+    const statusesAfterSetup = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
+    out(`set-up: ${fmtNum(o.hosts)} hosts registered with inventories in ${fmtNum(setupSeconds)} s; ${statusesAfterSetup.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
+
+    // ---- phase a: polling at the cadence, answering nothing
+    const paths = ids.map((id, i) => `${AGENT_API}/infra-envs/${ie(i)}/hosts/${id}/instructions`);
+    // One poll round first, unmeasured: every host's first discovery steps go out in it.
+    out(`phase a: warm-up round (${o.pollSeconds} s), then ${o.pollPhaseSeconds} s measured, ${fmtNum(o.hosts / o.pollSeconds)} polls/s offered`);
+    await pollOpenLoop(client, paths, o.pollSeconds, o.pollSeconds);
+    const ma = meter();
+    ma.start();
+    const loadA0 = loadAverage();
+    const polled = await pollOpenLoop(client, paths, o.pollSeconds, o.pollPhaseSeconds);
+    const aCpu = ma.stop();
+    const apiMsPerPoll = ((aCpu.cores.api ?? 0) * aCpu.seconds * 1000) / Math.max(1, polled.answered);
+    out(`phase a: ${fmtNum(polled.answered)} polls answered in ${fmtNum(polled.seconds, 1)} s (${fmtNum(polled.answered / polled.seconds, 1)}/s), ${polled.errors} errors, status ${JSON.stringify(polled.statuses)}, most in flight ${polled.maxInFlight}`);
+    out(`  latency     ${latencyLine(polled.latency)} (from each poll's due time)`);
+    out(`  steps handed out (not answered): ${Object.entries(polled.steps).map(([k, v]) => `${k} ${fmtNum(v)} (${fmtNum(v / Math.max(1, polled.answered), 3)}/poll)`).join(', ') || 'none'}`);
+    out(`  CPU (cores) ${coresLine(aCpu)}`);
+    out(`  API CPU per poll ${fmtNum(apiMsPerPoll, 3)} ms; everything but the API ${fmtNum(stackCores(aCpu) - (aCpu.cores.api ?? 0), 3)} cores`);
+
+    // ---- phase b1: silence until every host is disconnected
+    const silentAt = Date.now();
+    out(`phase b1: silent; waiting for ${fmtNum(o.hosts)} hosts to be disconnected (timeout ${o.disconnectTimeoutMs / 1000} s + the monitor's interval)`);
+    const mb1 = meter();
+    mb1.start();
+    let longestXactMs = 0;
+    let remaining = o.hosts;
+    const deadline = silentAt + o.disconnectTimeoutMs + 15 * 60_000;
+    let firstDisconnectAt: number | undefined;
+    while (remaining > 0 && Date.now() < deadline) {
+      await sleep(500);
+      const [row] = await pgQuery<{ remaining: number; longest: number | null }>(
+        s.databaseUrl,
+        `select (select count(*)::int from hosts where status <> 'disconnected') as remaining,
+                (select extract(epoch from max(now() - xact_start)) * 1000 from pg_stat_activity
+                  where backend_type = 'client backend' and state <> 'idle' and pid <> pg_backend_pid() and xact_start is not null) as longest`,
+      );
+      remaining = row!.remaining;
+      longestXactMs = Math.max(longestXactMs, Number(row!.longest ?? 0));
+      if (firstDisconnectAt === undefined && remaining < o.hosts) firstDisconnectAt = Date.now();
+    }
+    const allDisconnectedAt = Date.now();
+    const b1Cpu = mb1.stop();
+    const [delay] = await pgQuery<{ max: number; p50: number; min: number; n: number }>(
+      s.databaseUrl,
+      `select max(d)::float8 as max, percentile_cont(0.5) within group (order by d)::float8 as p50, min(d)::float8 as min, count(*)::int as n
+         from (select extract(epoch from status_updated_at - checked_in_at) as d from hosts where status = 'disconnected') x`,
+    );
+    // The transactions that marked hosts disconnected, by the host rows each one last wrote.
+    const xacts = await pgQuery<{ n: number }>(s.databaseUrl, "select count(*)::int as n from hosts where status = 'disconnected' group by xmin::text");
+    const perXact = percentiles(xacts.map((x) => x.n));
+    const limitS = o.disconnectTimeoutMs / 1000 + 30;
+    const detectedOk = remaining === 0 && (delay?.max ?? Infinity) <= limitS;
+    out(`phase b1: ${remaining === 0 ? 'all' : `NOT all (${fmtNum(remaining)} left)`} disconnected ${fmtNum((allDisconnectedAt - silentAt) / 1000)} s after the silence began (first seen at ${firstDisconnectAt ? fmtNum((firstDisconnectAt - silentAt) / 1000) : '—'} s)`);
+    out(`  detection per host (status_updated_at - checked_in_at): min ${fmtNum(delay?.min ?? NaN, 1)} s, p50 ${fmtNum(delay?.p50 ?? NaN, 1)} s, max ${fmtNum(delay?.max ?? NaN, 1)} s; limit timeout + 30 s = ${limitS} s → ${detectedOk ? 'MET' : 'MISSED'}`);
+    out(`  transactions that marked hosts disconnected: ${fmtNum(xacts.length)}; host rows per transaction p50 ${fmtNum(perXact.p50)}, max ${fmtNum(perXact.max)}; longest open transaction seen ${fmtNum(longestXactMs)} ms`);
+    out(`  CPU (cores) ${coresLine(b1Cpu)}`);
+
+    // ---- phase b2: silence with nothing left to do
+    out(`phase b2: ${o.idleSeconds} s with nothing calling`);
+    const mb2 = meter();
+    mb2.start();
+    await sleep(o.idleSeconds * 1000);
+    const b2Cpu = mb2.stop();
+    const rss = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, !pid ? 0 : k === 'supervisor' ? rssMb(pid) : treeRssKb(pid) / 1024]));
+    const bg = stackCores(b2Cpu);
+    out(`  CPU (cores) ${coresLine(b2Cpu)}`);
+    out(`  whole stack ${fmtNum(bg, 3)} cores at ${fmtNum(o.hosts)} hosts (target < 0.1) → ${bg < 0.1 ? 'MET' : 'MISSED'}; empty stack ${fmtNum(stackCores(emptyCpu), 3)}; per 10,000 hosts above the empty stack ${fmtNum(((bg - stackCores(emptyCpu)) * 10_000) / o.hosts, 4)}`);
+    out(`  RSS (MB)    ${Object.entries(rss).map(([k, v]) => `${k} ${fmtNum(v)}`).join('   ')}`);
+    out(`load average ${load0} at start, ${loadAverage()} at the end; ${os.cpus().length} CPUs`);
+
+    const file = o.json ?? resultFile(`idle-fleet-${o.hosts}h`);
+    writeFileSync(
+      file,
+      JSON.stringify(
+        {
+          options: o,
+          load: { start: load0, phaseA: loadA0, end: loadAverage() },
+          setup: { seconds: setupSeconds, statuses: statusesAfterSetup },
+          empty: emptyCpu,
+          phaseA: { ...polled, latency: polled.latency as Percentiles, cpu: aCpu, apiMsPerPoll },
+          phaseB1: { remaining, secondsToAllDisconnected: (allDisconnectedAt - silentAt) / 1000, detectionSeconds: delay, limitSeconds: limitS, detectedOk, transactions: xacts.length, hostRowsPerTransaction: perXact, longestTransactionMs: longestXactMs, cpu: b1Cpu },
+          phaseB2: { cpu: b2Cpu, stackCores: bg, met: bg < 0.1 },
+          rssMb: rss,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    out(`result file: ${path.relative(process.cwd(), file)}`);
+    client.close();
+  } finally {
+    await stopAll();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`idle-fleet bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
