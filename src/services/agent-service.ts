@@ -40,6 +40,19 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
   const key = { infraEnvId, hostId: body.host_id };
+  // An agent that timed out retries with the same host id while its first registration may still run: with only a
+  // key-share lock on the cluster both can find no row and insert; the loser runs again and finds the winner's row.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await registerOnce(ctx, infraEnv, key, body, requestId);
+    } catch (err) {
+      if (attempt > 0 || (err as { code?: string }).code !== '23505') throw err;
+    }
+  }
+}
+
+async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<typeof loadInfraEnv>>, key: { infraEnvId: string; hostId: string }, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
+  const infraEnvId = key.infraEnvId;
   const registered = await ctx.db.transaction(async (trx) => {
     // Lock order everywhere: cluster, then its hosts. A key lock: the cluster cannot start installing while a host
     // joins it, but a refresh of its other hosts goes on (a boot storm registers into clusters being refreshed).
