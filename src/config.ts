@@ -91,6 +91,8 @@ export const ENV_SCHEMA = z.object({
   HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
   HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
   // How often each repeating discovery step is asked again with unchanged arguments (src/services/step-cadence.ts); 0: every poll.
+  // Whether API processes refresh what agents reported (the worker always does; src/services/refresh-queue.ts).
+  API_REFRESHER: z.enum(['true', 'false']).default('true'),
   STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
   STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
   STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
@@ -163,6 +165,8 @@ export interface Config {
   /** Clusters of the insights demo (src/dev/demo-insights.ts) `landfall dev` installs through the API; 0: none. */
   demoInsightsClusters: number;
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
+  /** Whether API processes run a refresher (the worker always does). */
+  apiRefresher: boolean;
   /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
   stepRepeatSeconds: Record<string, number>;
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
@@ -268,6 +272,7 @@ export function parseConfig(
     installImages: { installer: e.INSTALLER_IMAGE, controller: e.CONTROLLER_IMAGE },
     logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
+    apiRefresher: e.API_REFRESHER === 'true',
     stepRepeatSeconds: {
       inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
       'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,
@@ -339,6 +344,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     HOST_DISCONNECT_TIMEOUT_MS: String(c.lifecycle.disconnectTimeoutMs),
     HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
+    API_REFRESHER: String(c.apiRefresher),
     STEP_REPEAT_INVENTORY_SECONDS: String(c.stepRepeatSeconds.inventory),
     STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: String(c.stepRepeatSeconds['connectivity-check']),
     STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: String(c.stepRepeatSeconds['free-network-addresses']),

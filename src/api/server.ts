@@ -32,7 +32,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   eventWakeups.start();
   const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
   // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts).
-  const refresher = startRefresher(services, cfg.database.url, logger);
+  const refresher = cfg.apiRefresher ? startRefresher(services, cfg.database.url, logger) : undefined;
   const app = createApp({
     logger,
     temporal,
@@ -83,7 +83,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await refresher.close();
+      await refresher?.close();
       await Promise.allSettled([eventWakeups.close(), db.destroy(), closeTemporalClient(temporal)]);
     },
   };

@@ -10,6 +10,7 @@ import { sleep } from '../dev/process-utils';
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import { createRepos } from '../services/context';
 import { buildServiceContext } from '../services/build-context';
+import { startRefresher } from '../services/refresh-queue';
 import { SCHEDULE_IDS, workflowIds } from '../temporal/names';
 
 /**
@@ -91,8 +92,12 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
     activities: createActivities({ selfChecks: createSelfCheckRepo(db), store, services }),
   });
   await ensureHostMonitorSchedule(client, cfg.lifecycle.monitorIntervalMs, logger);
+  // Refreshes what agents reported, beside the API processes' refreshers (or instead of them, API_REFRESHER=false):
+  // the work then leaves the processes that answer polls (src/services/refresh-queue.ts).
+  const refresher = startRefresher(services, cfg.database.url, logger);
   logger.info({ taskQueue: TASK_QUEUE.install, temporal: cfg.temporal.address, storage: store.description }, 'worker running');
   const done = worker.run().finally(async () => {
+    await refresher.close();
     await Promise.allSettled([connection.close(), client.connection.close(), db.destroy()]);
     logger.info('worker stopped');
   });
