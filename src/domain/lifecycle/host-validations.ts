@@ -4,7 +4,7 @@
  * the peers involved and a hint that says what to do.
  */
 import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
-import { CLUSTER_NODE_STATUSES, effectiveRole, type ClusterFacts, type HostFacts } from './facts';
+import { CLUSTER_NODE_STATUSES, effectiveRole, type ClusterFacts, type HostFacts, type L3Result } from './facts';
 import { hostAddressesIn, hostNetworks, majorityGroupCached, reaches } from './network';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec } from './validation-types';
@@ -27,18 +27,31 @@ const hwMin = (ctx: HostCheckContext) => {
 const roleReq = (h: HostFacts, ctx: HostCheckContext) => ctx.settings.requirements[effectiveRole(h, ctx.cluster)];
 const installDisk = (h: HostFacts) => h.inventory?.disks.find((d) => d.id === h.installationDiskId) ?? h.inventory?.disks.find((d) => d.installation_eligibility.eligible);
 
+type Probe = { peer: HostFacts; l: L3Result };
+/** Per facts object (one refresh), the host's same-role probes: the latency and packet-loss checks both use them. */
+const probesMemo = new WeakMap<HostFacts, { cluster: object; role: string; probes: Probe[] }>();
+/** Per connectivity report (parsed once, kept while its text is), its remote hosts by id: n lookups, not n² scans. */
+const remoteIndex = new WeakMap<object, Map<string, NonNullable<HostFacts['connectivity']>['remote_hosts'][number]>>();
+
 /** Same-role peers in the machine network with their probe results from this host. */
-function roleProbes(h: HostFacts, ctx: HostCheckContext) {
+function roleProbes(h: HostFacts, ctx: HostCheckContext): Probe[] {
   const cluster = ctx.cluster;
   if (!cluster || !h.connectivity) return [];
   const role = effectiveRole(h, cluster);
-  return cluster.hosts
+  const memo = probesMemo.get(h);
+  if (memo && memo.cluster === cluster && memo.role === role) return memo.probes;
+  let byId = remoteIndex.get(h.connectivity);
+  if (!byId) remoteIndex.set(h.connectivity, (byId = new Map(h.connectivity.remote_hosts.map((r) => [r.host_id, r]))));
+  const probes = cluster.hosts
     .filter((p) => p.id !== h.id && p.inventory && effectiveRole(p, cluster) === role)
     .flatMap((p) => {
-      const remote = h.connectivity!.remote_hosts.find((r) => r.host_id === p.id);
+      const remote = byId.get(p.id);
+      if (!remote?.l3_connectivity?.length) return [];
       const addrs = new Set(cluster.machineNetworks.flatMap((c) => hostAddressesIn(p, c)));
-      return (remote?.l3_connectivity ?? []).filter((l) => addrs.size === 0 || addrs.has(l.remote_ip_address)).map((l) => ({ peer: p, l }));
+      return remote.l3_connectivity.filter((l) => addrs.size === 0 || addrs.has(l.remote_ip_address)).map((l) => ({ peer: p, l }));
     });
+  probesMemo.set(h, { cluster, role, probes });
+  return probes;
 }
 
 export const HOST_VALIDATIONS: readonly Spec[] = [
