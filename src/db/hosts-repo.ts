@@ -28,6 +28,10 @@ export function createHostsRepo(db: Knex) {
     get(k: HostKey, q: Q = db): Promise<HostRow | undefined> {
       return t(q).where(byKey(k)).first();
     },
+    /** What a step reply compares its facts with: the row without its ~10 KB inventory (only whether it has one). */
+    getFacts(k: HostKey, q: Q = db): Promise<(Pick<HostRow, 'id' | 'infra_env_id' | 'cluster_id' | 'doc'> & { has_inventory: boolean }) | undefined> {
+      return t(q).where(byKey(k)).first('id', 'infra_env_id', 'cluster_id', 'doc', db.raw('inventory is not null as has_inventory')) as never;
+    },
     getForUpdate(k: HostKey, trx: Knex.Transaction): Promise<HostRow | undefined> {
       return t(trx).where(byKey(k)).forUpdate().first();
     },

@@ -256,11 +256,12 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
 async function storeReplyFacts(ctx: ServiceContext, key: { infraEnvId: string; hostId: string }, reply: Required<Pick<StepReply, 'exit_code'>> & StepReply, json: { output: string; parsed: unknown; inventoryDigest?: string } | undefined, requestId?: string): Promise<void> {
   const { infraEnvId, hostId } = key;
   await ctx.db.transaction(async (trx) => {
-    const host = await ctx.repos.hosts.get(key, trx);
+    const host = await ctx.repos.hosts.getFacts(key, trx);
     if (!host) throw notFound(`host ${hostId}`);
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
-      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      const named = (await ctx.repos.hosts.get(key, trx))!;
+      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(named), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
       return;
     }
     if (!json) return;
@@ -270,7 +271,7 @@ async function storeReplyFacts(ctx: ServiceContext, key: { infraEnvId: string; h
     if (reply.step_type === 'inventory') {
       // The same report as last time is no new fact: nothing to write, nothing to re-validate.
       // (The stored text differs from the report: the service decides disk eligibility in it.)
-      if (doc.inventory_digest === json.inventoryDigest && host.inventory) return;
+      if (doc.inventory_digest === json.inventoryDigest && host.has_inventory) return;
       fields = { inventory_digest: json.inventoryDigest };
       inventory = json.output;
     } else {

@@ -30,6 +30,9 @@ export function stepRepeatSetting(type: string): string {
   return `STEP_REPEAT_${type.toUpperCase().replace(/-/g, '_')}_SECONDS`;
 }
 
+/** How early a poll may come and still find a step due (at most a tenth of the interval). */
+export const EARLY_POLL_SLACK_MS = 5000;
+
 const digests = new WeakMap<string[], string>();
 
 /** A short digest of a step's arguments; memoised per arguments array (the poll reuses its cached ones). */
@@ -53,6 +56,8 @@ export function dueNow(sends: StepSends, type: string, args: string[], nowMs: nu
   if (every === undefined) return 'due';
   const d = argsDigest(args);
   const prev = sends[type];
-  if (prev && prev.d === d && nowMs - prev.at < every) return undefined;
+  // A poll that comes a little early still counts: agents poll every ~60 s, and a strict bound would let one
+  // that arrives at 119.9 s of a 120 s interval wait a whole extra poll (every 3 minutes instead of 2).
+  if (prev && prev.d === d && nowMs - prev.at < every - Math.min(EARLY_POLL_SLACK_MS, every / 10)) return undefined;
   return { d, at: nowMs };
 }

@@ -60,7 +60,17 @@ describe('step repeat intervals as settings', () => {
     const args = ['x'];
     const first = dueNow({}, 'ntp-synchronizer', args, 0, { 'ntp-synchronizer': 0 }) as { d: string; at: number };
     expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 1, { 'ntp-synchronizer': 0 })).toBeDefined();
-    expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 59_999, { 'ntp-synchronizer': 60_000 })).toBeUndefined();
+    expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 30_000, { 'ntp-synchronizer': 60_000 })).toBeUndefined();
     expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 60_000, { 'ntp-synchronizer': 60_000 })).toBeDefined();
+  });
+
+  it('counts a poll that comes a little early (the agents poll every ~60 s): a 2-minute step goes out every second poll', () => {
+    const args = ['x'];
+    const first = dueNow({}, 'ntp-synchronizer', args, 0) as { d: string; at: number };
+    // Polls at 59.8 s and 119.7 s (each a little early): the second one gets it.
+    expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 59_800)).toBeUndefined();
+    expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 119_700)).toBeDefined();
+    // But never much before its interval.
+    expect(dueNow({ 'ntp-synchronizer': first }, 'ntp-synchronizer', args, 110_000)).toBeUndefined();
   });
 });
