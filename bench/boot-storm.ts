@@ -113,6 +113,8 @@ interface StormResult {
   settle: { seconds: number | null; met: boolean; timedOut: boolean; statuses: Record<string, number>; refreshQueue: number | null };
   database: { hosts: number; distinctIds: number; missing: number; unexpected: number; ok: boolean };
   cpuCores: { storm: Record<string, number>; settle: Record<string, number> };
+  /** CPU per host over storm and settling (API and PostgreSQL): steadier than hosts/s on a machine others load. */
+  cpuMsPerHost: { api: number; postgres: number };
   apiRssMb: { idle: number; peak: number; end: number };
   load: { before: string; after: string };
 }
@@ -256,6 +258,10 @@ async function runStorm(o: Options, repo: string): Promise<StormResult> {
       settle: { seconds: settleSeconds, met: settleSeconds !== null && settleSeconds <= SETTLE_TARGET_S, timedOut: settleSeconds === null, statuses: state.byStatus, refreshQueue: state.queue },
       database,
       cpuCores: { storm: { ...stormCpu.cores, other: stormCpu.other }, settle: { ...settleCpu.cores, other: settleCpu.other } },
+      cpuMsPerHost: {
+        api: (((stormCpu.cores.api ?? 0) * stormCpu.seconds + (settleCpu.cores.api ?? 0) * settleCpu.seconds) * 1000) / Math.max(1, done),
+        postgres: (((stormCpu.cores.postgres ?? 0) * stormCpu.seconds + (settleCpu.cores.postgres ?? 0) * settleCpu.seconds) * 1000) / Math.max(1, done),
+      },
       apiRssMb: { idle: rssIdle, peak: rssPeak, end: rssEnd },
       load: { before: load0, after: loadAverage() },
     };
@@ -285,7 +291,8 @@ function report(r: StormResult): void {
   );
   out(`  database      ${fmtNum(r.database.hosts)} host rows, ${fmtNum(r.database.distinctIds)} distinct ids, ${r.database.missing} missing, ${r.database.unexpected} unexpected → ${r.database.ok ? 'OK' : 'WRONG'}`);
   out(`  CPU storm     ${cores(r.cpuCores.storm)}   (cores; worker: not started, nothing on this path runs in it)`);
-  out(`  CPU settling  ${cores(r.cpuCores.settle)}`);
+  out(`  CPU settling  ${cores(r.cpuCores.settle)}   (PostgreSQL includes this bench's polling of it)`);
+  out(`  CPU per host  API ${fmtNum(r.cpuMsPerHost.api, 2)} ms, PostgreSQL ${fmtNum(r.cpuMsPerHost.postgres, 2)} ms (storm and settling)`);
   out(`  API RSS       idle ${fmtNum(r.apiRssMb.idle)} MB, peak ${fmtNum(r.apiRssMb.peak)} MB, end ${fmtNum(r.apiRssMb.end)} MB`);
 }
 
@@ -303,7 +310,7 @@ async function main(): Promise<void> {
     results.push(await runStorm(o, o.baseline));
     report(results[1]!);
     const [cur, base] = results as [StormResult, StormResult];
-    process.stdout.write(`\nratio: ${fmtNum(cur.hostsPerSecond)} / ${fmtNum(base.hostsPerSecond)} hosts/s = ${fmtNum(cur.hostsPerSecond / base.hostsPerSecond, 2)}x (${cur.commit} over ${base.commit}; target ≥ 5x)\n`);
+    process.stdout.write(`\nratio: ${fmtNum(cur.hostsPerSecond)} / ${fmtNum(base.hostsPerSecond)} hosts/s = ${fmtNum(cur.hostsPerSecond / base.hostsPerSecond, 2)}x (${cur.commit} over ${base.commit}; target ≥ 5x); API CPU per host ${fmtNum(base.cpuMsPerHost.api / Math.max(1e-9, cur.cpuMsPerHost.api), 2)}x less, API + PostgreSQL ${fmtNum((base.cpuMsPerHost.api + base.cpuMsPerHost.postgres) / Math.max(1e-9, cur.cpuMsPerHost.api + cur.cpuMsPerHost.postgres), 2)}x less\n`);
   }
   const file = o.json ?? resultFile(`boot-storm-${o.hosts}h-c${o.concurrency}`);
   const ratio = results.length === 2 ? results[0]!.hostsPerSecond / results[1]!.hostsPerSecond : undefined;

@@ -21,6 +21,7 @@
  * minute). Everything runs on 127.0.0.1; everything it starts is stopped.
  */
 import { spawnSync } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -138,6 +139,8 @@ async function main(): Promise<void> {
   dog.unref();
   let stack: DevStack | undefined;
   const stopFleet = new AbortController();
+  // One signal for every cluster's fleet: hundreds of listeners are expected, not a leak.
+  setMaxListeners(0, stopFleet.signal);
   const fleets: Array<Promise<FleetReport>> = [];
   const stopAll = async () => {
     stopFleet.abort();
