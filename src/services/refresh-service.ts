@@ -185,13 +185,18 @@ async function lockedClusterHosts(trx: Knex.Transaction, clusterId: string): Pro
 /**
  * A digest of everything the poll's per-cluster step view is built from
  * (step-args.ts): the cluster's name, domain, NTP source and networks, and
- * each host's id and inventory. The poll reads it with its check-in and
+ * each host's id and addressed NICs (hosts in id order, as the rows come). The poll reads it with its check-in and
  * rebuilds its view only when it moved.
  */
-function stepViewStamp(cluster: ClusterRow, rows: HostRow[]): string {
+function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
   const d = cluster.doc as Json;
   const h = createHash('sha1').update(JSON.stringify([cluster.name, d.base_dns_domain ?? null, d.additional_ntp_source ?? null, d.machine_networks ?? null]));
-  for (const r of rows) h.update(`\u0000${r.id}\u0000${(r.doc as Json).inventory_digest ?? r.inventory ?? ''}`);
+  // Only the peers' addressed NICs: an inventory whose memory or disks changed leaves every host's view as it was.
+  for (const f of hosts) {
+    if (!f.inventory) continue;
+    h.update(`\u0000${f.id}`);
+    for (const i of f.inventory.interfaces ?? []) if (i.ipv4_addresses?.length) h.update(`\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`);
+  }
   return h.digest('base64url').slice(0, 22);
 }
 
@@ -200,10 +205,10 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   let cluster = await ctx.repos.clusters.getForRefresh(clusterId, trx);
   if (!cluster) return undefined;
   const rows = await lockedClusterHosts(trx, clusterId);
-  const stamp = stepViewStamp(cluster, rows);
-  if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const now = ctx.now().getTime();
   const hostList = rows.map((r) => hostFacts(r, now));
+  const stamp = stepViewStamp(cluster, hostList);
+  if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const facts = clusterFacts(cluster, hostList, ctx.releases);
   const derived = deriveNetworks(facts, cluster.doc as Json, rows);
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);

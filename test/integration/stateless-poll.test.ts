@@ -95,3 +95,30 @@ it('hands out the same peer list from every process as soon as a host joins (no 
   expect(next).toContain('10.9.1.23');
   expect(next).toContain('10.9.1.22');
 });
+
+it('hands the connectivity check out again when a peer\'s address changed, at either process, and not when only its memory did', async () => {
+  const c = (await call('POST', `${a.base}/clusters`, { body: { name: 'peers', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
+  const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: 'peers-ie', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+  const [h1, h2] = [randomUUID(), randomUUID()];
+  const report = async (id: string, n: number, ip: string, memGiB = 32) => {
+    const inv = JSON.parse(inventory(`h${n}`, ip));
+    inv.memory.physical_bytes = memGiB * 1024 ** 3;
+    expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts/${id}/instructions`, { body: { step_type: 'inventory', step_id: `inventory-${n}-${ip}-${memGiB}`, output: JSON.stringify(inv) } })).status).toBe(204);
+  };
+  for (const [id, n] of [[h1, 21], [h2, 22]] as const) {
+    expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts`, { body: { host_id: id } })).status).toBe(201);
+    await report(id, n, `10.9.1.${n}`);
+  }
+  const settled = async () => expect((await call('GET', `${a.base}/clusters/${c.id}`)).status).toBe(200);
+  const connectivity = async (base: string) => ((await call('GET', `${base}/infra-envs/${ie.id}/hosts/${h1}/instructions`)).body.instructions as Array<{ step_type: string; args: string[] }>).find((s) => s.step_type === 'connectivity-check');
+  await settled();
+  expect(JSON.parse((await connectivity(a.base))!.args[0]!)[0].nics[0].ip_addresses).toEqual(['10.9.1.22']);
+  // The peer's memory changed: the peer list did not, so nothing goes out again.
+  await report(h2, 22, '10.9.1.22', 64);
+  await settled();
+  expect(await connectivity(bBase)).toBeUndefined();
+  // Its address changed: the new list goes out at once, from the other process too.
+  await report(h2, 22, '10.9.1.122', 64);
+  await settled();
+  expect(JSON.parse((await connectivity(bBase))!.args[0]!)[0].nics[0].ip_addresses).toEqual(['10.9.1.122']);
+});
