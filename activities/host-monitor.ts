@@ -5,8 +5,9 @@ import { expireLogCollection } from '../src/services/logs-service';
 import { deliverAllPending } from '../src/services/report-delivery';
 import { watchInstalls } from '../src/services/install-watch';
 
-/** Silent hosts marked per run at most (the schedule runs every HOST_MONITOR_INTERVAL_MS). */
+/** Silent hosts read per round, and rounds per run at most (the schedule runs every HOST_MONITOR_INTERVAL_MS). */
 const SILENT_BATCH = 5000;
+const MAX_ROUNDS = 40;
 const WATCHED = ['discovering', 'known', 'insufficient', 'pending-for-input', 'preparing-for-installation', 'preparing-successful'];
 
 export function createHostMonitorActivities(ctx: ServiceContext) {
@@ -18,31 +19,40 @@ export function createHostMonitorActivities(ctx: ServiceContext) {
      */
     async markSilentHosts(): Promise<{ silentHosts: number; clustersRefreshed: number; disconnected: number; logsTimedOut: number; reportsDelivered: number; installsStarted: number; installsFailed: number }> {
       const cutoff = new Date(ctx.now().getTime() - ctx.lifecycle.disconnectTimeoutMs);
-      // Bounded: a whole fleet going silent at once is marked over several runs, never in one long statement.
-      const silent = await ctx.db<HostRow>('hosts').whereIn('status', WATCHED).andWhere((w) => w.where('checked_in_at', '<', cutoff).orWhereNull('checked_in_at')).limit(SILENT_BATCH).select('id', 'infra_env_id', 'cluster_id');
-      // What they belong to is marked for a refresh (one request per cluster), and refreshed now by this
-      // activity or by an API process's refresher, whichever claims it first: one transaction per cluster.
-      const targets = new Map(
-        silent.map((h) => {
-          const t = targetOfHost(h);
-          return ['clusterId' in t ? t.clusterId : `${t.infraEnvId}/${t.hostId}`, t] as const;
-        }),
-      );
-      for (const t of targets.values()) await requestRefresh(ctx.db, t);
-      const clusters = [...targets.values()].filter((t) => 'clusterId' in t);
-      // Refreshed (or waited for, where a refresher holds them) before counting what this run disconnected.
-      await settleHosts(ctx, silent);
+      let silentHosts = 0;
+      let disconnected = 0;
+      const clusters = new Set<string>();
+      // In rounds of SILENT_BATCH hosts, so a whole fleet going silent at once is read in bounded statements,
+      // and refreshed one cluster per transaction; until a round finds none, or moves none (a status whose
+      // refresh does not disconnect it, such as preparing, stays for the install's own timeouts).
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const silent = await ctx.db<HostRow>('hosts').whereIn('status', WATCHED).andWhere((w) => w.where('checked_in_at', '<', cutoff).orWhereNull('checked_in_at')).limit(SILENT_BATCH).select('id', 'infra_env_id', 'cluster_id');
+        if (!silent.length) break;
+        // What they belong to is marked for a refresh (one request per cluster), and refreshed now by this
+        // activity or by a refresher elsewhere, whichever claims it first; settled before counting.
+        const targets = new Map(
+          silent.map((h) => {
+            const t = targetOfHost(h);
+            return ['clusterId' in t ? t.clusterId : `${t.infraEnvId}/${t.hostId}`, t] as const;
+          }),
+        );
+        for (const t of targets.values()) await requestRefresh(ctx.db, t);
+        for (const t of targets.values()) if ('clusterId' in t) clusters.add(t.clusterId);
+        await settleHosts(ctx, silent);
+        const moved = Number((await ctx.db('hosts').whereIn(['infra_env_id', 'id'], silent.map((h) => [h.infra_env_id, h.id])).whereNotIn('status', WATCHED).count('* as n'))[0]!.n);
+        silentHosts += silent.length;
+        disconnected += moved;
+        if (moved === 0 || silent.length < SILENT_BATCH) break;
+      }
       // And whatever else is pending: with no API process running a refresher, this is the one that runs.
       await drainRefreshRequests(ctx, 1000);
-      const ids = silent.map((h) => h.id);
-      const disconnected = ids.length ? Number((await ctx.db('hosts').whereIn('id', ids).where({ status: 'disconnected' }).count('* as n'))[0]!.n) : 0;
       // Log collections that ran out of time are a monitor's job too: nothing else looks at a silent agent.
       const logs = await expireLogCollection(ctx);
       // And install reports whose signal failed with nobody asking since (no agent request about that host).
       const reports = await deliverAllPending(ctx);
       // And installs whose workflow never started or ended without finishing them (install-watch.ts).
       const installs = await watchInstalls(ctx);
-      return { silentHosts: silent.length, clustersRefreshed: clusters.length, disconnected, logsTimedOut: logs.hosts + logs.clusters, reportsDelivered: reports.delivered, installsStarted: installs.started.length, installsFailed: installs.failed.length };
+      return { silentHosts, clustersRefreshed: clusters.size, disconnected, logsTimedOut: logs.hosts + logs.clusters, reportsDelivered: reports.delivered, installsStarted: installs.started.length, installsFailed: installs.failed.length };
     },
   };
 }
