@@ -45,6 +45,10 @@ export function createBmcRepo(db: Knex) {
     getForUpdate(id: string, trx: Knex.Transaction): Promise<BmcRow | undefined> {
       return t(trx).where({ id }).forUpdate().first();
     },
+    /** Whether this infra-env has any BMC host at all. */
+    async anyIn(infraEnvId: string, q: Q = db): Promise<boolean> {
+      return Boolean(await t(q).where({ infra_env_id: infraEnvId }).first(db.raw('1 as one')));
+    },
     forHost(infraEnvId: string, hostId: string, q: Q = db): Promise<BmcRow | undefined> {
       return t(q).where({ infra_env_id: infraEnvId, host_id: hostId }).first();
     },

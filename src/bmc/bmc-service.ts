@@ -201,6 +201,8 @@ export async function deleteBmcHost(ctx: ServiceContext, p: Principal, infraEnvI
 export async function attachEnrolledBmc(ctx: ServiceContext, trx: Knex.Transaction, infraEnvId: string, hostId: string, macs: string[] = []): Promise<void> {
   if (!ctx.bmc) return;
   const bmc = ctx.bmc;
+  // Most infra-envs enrol no machine by its BMC: one indexed look, not three, on every registration and inventory.
+  if (!(await bmc.repo.anyIn(infraEnvId, trx))) return;
   const host = await ctx.repos.hosts.get({ infraEnvId, hostId }, trx);
   if (!host) return;
   const carried = await bmc.repo.forHost(infraEnvId, hostId, trx);
