@@ -297,8 +297,10 @@ async function main(): Promise<void> {
     const freshnessMet = freshnessAtTarget !== undefined && freshnessAtTarget.samples > 0 && freshnessAtTarget.failures === 0 && freshnessAtTarget.unseen === 0 && freshnessAtTarget.latencyMs.p99 < FRESHNESS_P99_MS;
     const generatorMax = Math.max(...results.map((w) => w.cpuCores.generator), saturation?.cpuCores.generator ?? 0);
     const commit = gitCommit();
+    // node:cluster: a primary and its workers; one process serves alone.
+    const apiWorkers = rssAfterSetup.processes > 1 ? rssAfterSetup.processes - 1 : 1;
     log('');
-    log(`agent-api bench: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters, API tree ${rssAfterSetup.processes} process(es) (API_PROCESSES ${opts.processes ?? 'unset'}), commit ${commit}, node ${process.version}, ${os.cpus().length} CPUs`);
+    log(`agent-api bench: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters, API tree ${rssAfterSetup.processes} process(es), ${apiWorkers} serving (API_PROCESSES ${opts.processes ?? 'unset'}), commit ${commit}, node ${process.version}, ${os.cpus().length} CPUs`);
     log(`machine load    before ${loadBefore.loadavg.map((x) => x.toFixed(2)).join(', ')}; after ${loadAfter.loadavg.map((x) => x.toFixed(2)).join(', ')}`);
     log('');
     log('offered   achieved   p50       p99       max        failures   report→visible p99   CPU cores: API  PG    gen   other');
@@ -353,6 +355,7 @@ async function main(): Promise<void> {
       cpus: os.cpus().length,
       options: opts,
       apiProcesses: rssAfterSetup.processes,
+      apiWorkers,
       machineLoad: { before: loadBefore, after: loadAfter },
       setup: { clusters: fleet.clusterCount, registerSeconds: fleet.registerSeconds, hostStatuses: fleet.statuses },
       rates: results.map((w) => ({
@@ -385,7 +388,7 @@ async function main(): Promise<void> {
       profiles,
     };
     if (!opts.noResultFile) {
-      const file = resultPath('agent-api', [`${opts.hosts}h`, `${opts.processes ?? 'default'}p`], startedAt);
+      const file = resultPath('agent-api', [`${opts.hosts}h`, `${apiWorkers}p`], startedAt);
       await writeResult(file, out);
       log(`result          ${path.relative(process.cwd(), file)}`);
     }

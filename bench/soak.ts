@@ -250,7 +250,7 @@ async function main(): Promise<void> {
     await gen.stop();
     await s.stop();
     if (!opts.noResultFile) {
-      const file = resultPath('soak', [`${opts.hosts}h`, `${opts.rate}rps`, `${opts.processes ?? 'default'}p`], startedAt);
+      const file = resultPath('soak', [`${opts.hosts}h`, `${opts.rate}rps`, `${last.apiProcesses > 1 ? last.apiProcesses - 1 : 1}p`], startedAt);
       await writeResult(file, out);
       log(`result          ${path.relative(process.cwd(), file)}`);
     }
