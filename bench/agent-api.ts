@@ -369,6 +369,7 @@ async function main(): Promise<void> {
         non2xx: w.open.non2xx,
         skipped: w.open.skipped,
         statusCodes: w.open.statusCodes,
+        errorCodes: w.open.errorCodes,
         maxInFlight: w.open.maxInFlight,
         latencyMs: w.open.all,
         byKind: w.open.byKind,
@@ -404,7 +405,7 @@ function printWindow(w: RateWindow): void {
   log(`${w.bisection ? 'bisection' : 'rate'} ${fmt(w.offered)} req/s offered: ${fmt(o.achieved)} answered/s (${fmt(o.completed)} of ${fmt(o.scheduled)} due; most in flight ${fmt(o.maxInFlight)}${o.skipped ? `; ${fmt(o.skipped)} not sent: the API fell too far behind` : ''})`);
   log(`  latency       ${latencyLine(o.all)}`);
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
-  log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)})`);
+  log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;
   if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);

@@ -58,6 +58,8 @@ export interface WindowResult {
   /** Due but not sent: too many requests were already in flight (the API far behind). */
   skipped: number;
   statusCodes: Record<string, number>;
+  /** Transport errors by code (ECONNRESET, …): a reset on a reused keep-alive connection is not the API failing a request. */
+  errorCodes: Record<string, number>;
   all: Percentiles;
   byKind: Record<'GET' | 'POST', Percentiles>;
 }
@@ -137,6 +139,7 @@ class Recorder {
   non2xx = 0;
   skipped = 0;
   statusCodes: Record<string, number> = {};
+  errorCodes: Record<string, number> = {};
   all: number[] = [];
   kind: Record<'GET' | 'POST', number[]> = { GET: [], POST: [] };
 
@@ -151,6 +154,7 @@ class Recorder {
       non2xx: this.non2xx,
       skipped: this.skipped,
       statusCodes: this.statusCodes,
+      errorCodes: this.errorCodes,
       all: percentiles(this.all),
       byKind: { GET: percentiles(this.kind.GET), POST: percentiles(this.kind.POST) },
     };
@@ -163,7 +167,9 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
   const { rate, seconds, maxSockets } = cmd;
   const windowMs = (cmd.windowSeconds ?? seconds) * 1000;
   const windowCount = Math.max(1, Math.ceil((seconds * 1000) / windowMs));
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  // A timeout makes Node's agent honour the server's `Keep-Alive: timeout=5` (it drops an idle connection a second
+  // before the server would): without one it may reuse a connection the server is closing (ECONNRESET).
+  const agent = new http.Agent({ keepAlive: true, maxSockets, timeout: 60_000 });
   const total = new Recorder();
   const windows = Array.from({ length: windowCount }, () => new Recorder());
   let inFlight = 0;
@@ -200,13 +206,17 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       let done = false;
-      const settle = (status: number | undefined, err?: 'error' | 'timeout') => {
+      const settle = (status: number | undefined, err?: 'error' | 'timeout', code?: string) => {
         if (done || resolved) return;
         done = true;
         inFlight--;
         for (const rec of [total, w]) {
           if (err === 'timeout') rec.timeouts++;
-          else if (err) rec.errors++;
+          else if (err) {
+            rec.errors++;
+            const c = code ?? 'unknown';
+            rec.errorCodes[c] = (rec.errorCodes[c] ?? 0) + 1;
+          }
           else {
             rec.completed++;
             rec.statusCodes[String(status)] = (rec.statusCodes[String(status)] ?? 0) + 1;
@@ -226,13 +236,13 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers: r.body ? { ...r.headers, 'content-length': String(r.body.length) } : r.headers, agent }, (res) => {
         res.on('data', () => undefined);
         res.on('end', () => settle(res.statusCode));
-        res.on('error', () => settle(undefined, 'error'));
+        res.on('error', (e: NodeJS.ErrnoException) => settle(undefined, 'error', e.code ?? e.message));
       });
       req.setTimeout(REQUEST_TIMEOUT_MS, () => {
         settle(undefined, 'timeout');
         req.destroy();
       });
-      req.on('error', () => settle(undefined, 'error'));
+      req.on('error', (e: NodeJS.ErrnoException) => settle(undefined, 'error', `${e.code ?? e.message}${req.reusedSocket ? ' (reused connection)' : ''}`));
       req.end(r.body);
     };
     let sent = 0;

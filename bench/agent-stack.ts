@@ -355,7 +355,7 @@ export interface FreshnessResult {
  * itself and so hide how long the service's own refresh took.
  */
 export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: number, intervalMs = 250, pollMs = 5, boundMs = 10_000): { stop: () => Promise<FreshnessResult> } {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4, timeout: 60_000 });
   const client = new PgClient({ connectionString: stack.pg.url });
   const connected = client.connect();
   const took: number[] = [];

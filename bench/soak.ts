@@ -225,7 +225,7 @@ async function main(): Promise<void> {
       );
     }
     log('');
-    log(`requests        ${fmt(result.completed)} answered of ${fmt(result.scheduled)} due (${fmt(result.achieved)}/s); ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.skipped} not sent; p50 ${ms(result.all.p50)}, p99 ${ms(result.all.p99)}, max ${ms(result.all.max)}`);
+    log(`requests        ${fmt(result.completed)} answered of ${fmt(result.scheduled)} due (${fmt(result.achieved)}/s); ${result.errors} errors${result.errors ? ` (${Object.entries(result.errorCodes).map(([c, n]) => `${c}: ${n}`).join(', ')})` : ''}, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.skipped} not sent; p50 ${ms(result.all.p50)}, p99 ${ms(result.all.p99)}, max ${ms(result.all.max)}`);
     log(`API RSS         after set-up ${mb(setupMemory.apiRssKb)}, after minute 1 ${mb(afterFirst.apiRssKb)}, at the end ${mb(last.apiRssKb)} (${(apiGrowth * 100).toFixed(1)} %), peak ${mb(Math.max(...samples.map((x) => x.apiRssKb)))}; PSS ${mb(afterFirst.apiPssKb)} → ${mb(last.apiPssKb)}`);
     log(`                mean of minute 2 ${mb(secondMinuteMeanKb)}, mean of the last minute ${mb(lastMinuteMeanKb)} (${(meanGrowth * 100).toFixed(1)} %)`);
     log(`PostgreSQL RSS  after minute 1 ${mb(afterFirst.pgRssKb)}, at the end ${mb(last.pgRssKb)} (${(pgGrowth * 100).toFixed(1)} %); PSS ${mb(afterFirst.pgPssKb)} → ${mb(last.pgPssKb)}`);
