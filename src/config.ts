@@ -5,6 +5,7 @@
  * Units live in names (`_MS`, `_HOURS`) because a bare `TIMEOUT=30` has bitten
  * every operator who ever had to guess whether it meant seconds.
  */
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -36,6 +37,8 @@ export const ENV_SCHEMA = z.object({
   STATE_DIR: z.string().min(1).default('.state'),
   API_HOST: z.string().min(1).default('0.0.0.0'),
   API_PORT: port.default(8090),
+  // `landfall api` serves from this many processes sharing the port (node:cluster); unset: one per CPU.
+  API_PROCESSES: z.coerce.number().int().min(1).max(256).optional(),
   // The agent's poll and step reply answered ahead of Express (src/api/agent-fast-path.ts); same answers, less CPU.
   API_AGENT_FAST_PATH: z.enum(['true', 'false']).default('true'),
   SERVICE_BASE_URL: httpUrl.optional(),
@@ -141,7 +144,8 @@ export type StorageConfig =
 export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
-  api: { host: string; port: number; baseUrl: string; agentFastPath: boolean };
+  /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean };
   database: { url: string | undefined; poolMax: number; embeddedPort: number };
   temporal: {
     address: string;
@@ -245,6 +249,7 @@ export function parseConfig(
       host: e.API_HOST,
       port: e.API_PORT,
       baseUrl: (e.SERVICE_BASE_URL ?? `http://localhost:${e.API_PORT}`).replace(/\/+$/, ''),
+      processes: e.API_PROCESSES ?? availableParallelism(),
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
     },
     database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
@@ -308,6 +313,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     STATE_DIR: c.stateDir,
     API_HOST: c.api.host,
     API_PORT: String(c.api.port),
+    API_PROCESSES: String(c.api.processes),
     API_AGENT_FAST_PATH: String(c.api.agentFastPath),
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,

@@ -22,6 +22,7 @@ export const PROCESS_LOCAL_METRICS: readonly string[] = [
   'landfall_host_registration_to_known_seconds',
   // src/api/agent-fast-path.ts (FAST_PATH_METRIC)
   'landfall_agent_fast_path_requests_total',
+  'landfall_api_requests_total',
 ];
 
 export interface MetricsPort {
@@ -29,7 +30,7 @@ export interface MetricsPort {
   registrationToKnown(seconds: number): void;
 }
 
-export function createMetrics(db: Db): { registry: Registry; port: MetricsPort } {
+export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; countRequest: () => void } {
   const registry = new Registry();
   // prom-client's default Node metrics include gauges named *_total, which promtool rejects; export the two that matter.
   new Gauge({
@@ -132,8 +133,17 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort }
     },
   });
 
+  // By process (its pid): with API_PROCESSES > 1, /metrics shows how the port's connections are spread over the workers.
+  const requests = new Counter({
+    name: 'landfall_api_requests_total',
+    help: 'HTTP requests this API process received, by process id',
+    labelNames: ['process'],
+    registers: [registry],
+  }).labels({ process: String(process.pid) });
+
   return {
     registry,
+    countRequest: () => requests.inc(),
     port: {
       stageDuration: (s, role, seconds) => stage.observe({ stage: s, role }, seconds),
       registrationToKnown: (seconds) => toKnown.observe(seconds),

@@ -33,7 +33,8 @@ export interface ApiDeps {
   authType: 'none' | 'local';
   validateResponses: boolean;
   bodyLimitBytes: number;
-  metricsRegistry?: import('prom-client').Registry;
+  /** GET /metrics: its content type and text (with several API processes, summed over them: cluster.ts). */
+  metrics?: { contentType: string; text(): Promise<string> };
 }
 
 export function createApp(deps: ApiDeps): Express {
@@ -71,10 +72,10 @@ export function createApp(deps: ApiDeps): Express {
   app.use(rejectNulCharacters);
 
   app.use(healthRoutes({ checks: deps.readinessChecks, timeoutMs: deps.readinessTimeoutMs }));
-  const registry = deps.metricsRegistry;
-  if (registry) {
+  const metrics = deps.metrics;
+  if (metrics) {
     app.get('/metrics', async (_req, res) => {
-      res.set('Content-Type', registry.contentType).send(await registry.metrics());
+      res.set('Content-Type', metrics.contentType).send(await metrics.text());
     });
   }
   // A self-check writes a row, starts a workflow and stores an object: a user's token is needed as for the API.

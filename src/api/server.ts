@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import type { Config } from '../config';
 import { createLogger, type Logger } from '../logger';
@@ -12,6 +13,7 @@ import { createApp } from './app';
 import { agentFastPath } from './agent-fast-path';
 import { loadOpenApiDocument } from './openapi/spec';
 import { startRefresher } from '../services/refresh-queue';
+import { clusterMetricsText, isApiWorker, joinApiCluster } from './cluster';
 
 export interface RunningApi {
   server: Server;
@@ -41,7 +43,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     validateResponses: cfg.validateResponses,
     bodyLimitBytes: cfg.bodyLimitBytes,
     services,
-    metricsRegistry: metrics.registry,
+    metrics: { contentType: metrics.registry.contentType, text: () => (isApiWorker() ? clusterMetricsText(metrics.registry) : metrics.registry.metrics()) },
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     readinessChecks: [
       { name: 'postgresql', check: () => pingDb(db) },
@@ -66,15 +68,20 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         app,
       )
     : app;
+  if (isApiWorker()) joinApiCluster(metrics.registry, logger);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer(handler);
+    const s = createServer((req, res) => {
+      metrics.countRequest();
+      handler(req, res);
+    });
     s.once('error', reject);
     s.listen(cfg.api.port, cfg.api.host, () => resolve(s));
   });
   const url = `http://${cfg.api.host === '0.0.0.0' ? 'localhost' : cfg.api.host}:${cfg.api.port}`;
   logger.info({ url, storage: store.description, temporal: cfg.temporal.address }, 'api listening');
-  // Catalogued base images are fetched now rather than by the first person who downloads an ISO.
-  services.baseImages.warm(logger);
+  // Catalogued base images are fetched now rather than by the first person who downloads an ISO: by one
+  // process of a cluster (the first worker), not by each (every process would fetch the same files).
+  if (!isApiWorker() || cluster.worker?.id === 1) services.baseImages.warm(logger);
   return {
     server,
     url,

@@ -21,13 +21,20 @@ export function registerServiceCommands(program: Command): void {
 
   program
     .command('api')
-    .description('serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS)')
+    .description('serve the REST API (needs DATABASE_URL, TEMPORAL_ADDRESS); API_PROCESSES processes share the port')
     .action(async () => {
       const cfg = loadConfigOrExit();
-      const { startApi } = await import('../api/server');
       const logger = createLogger(cfg, 'api');
+      const { isApiWorker, runApiPrimary } = await import('../api/cluster');
+      // The primary of API_PROCESSES > 1 only forks, restarts and stops its workers; each worker is a whole API.
+      if (cfg.api.processes > 1 && !isApiWorker()) return runApiPrimary(cfg, logger);
+      const { startApi } = await import('../api/server');
       const api = await startApi(cfg, logger);
+      let stopping = false;
       const stop = async () => {
+        // A terminal's Ctrl-C reaches a worker twice (from the terminal and from its primary).
+        if (stopping) return;
+        stopping = true;
         logger.info('api stopping');
         const force = setTimeout(() => process.exit(1), cfg.shutdownTimeoutMs).unref();
         await api.close();

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import type { Logger } from '../logger';
 
 /** The checkout root: the nearest folder above this file holding package.json. */
 export function repoRoot(from = __dirname): string {
@@ -78,5 +79,51 @@ export function processAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Brings a dead component back with backoff (1 s, doubling to 30 s; back to
+ * 1 s once it has stayed up a minute) and says so in the log, rather than
+ * taking the whole stack down: what `landfall dev` promises is that a
+ * component dying is a pause, not an outage a person must notice. The API's
+ * cluster primary (src/api/cluster.ts) brings its workers back the same way.
+ */
+export class Restarter {
+  private failures = 0;
+  private upSince = 0;
+
+  constructor(
+    private readonly name: string,
+    private readonly logger: Logger,
+    private readonly isStopping: () => boolean,
+    private readonly start: () => Promise<void>,
+    private readonly opts: { baseMs?: number; capMs?: number; healthyMs?: number } = {},
+  ) {}
+
+  /** The component started (first start or a restart). */
+  started(): void {
+    this.upSince = Date.now();
+  }
+
+  /** The component died: start it again after the backoff, as long as the stack is not stopping. */
+  async died(detail: Record<string, unknown>): Promise<void> {
+    if (this.isStopping()) return;
+    if (Date.now() - this.upSince > (this.opts.healthyMs ?? 60_000)) this.failures = 0;
+    for (;;) {
+      const waitMs = Math.min(this.opts.capMs ?? 30_000, (this.opts.baseMs ?? 1000) * 2 ** this.failures);
+      this.failures++;
+      this.logger.error({ component: this.name, ...detail, restartInMs: waitMs, restarts: this.failures }, `${this.name} exited unexpectedly; restarting it`);
+      await sleep(waitMs);
+      if (this.isStopping()) return;
+      try {
+        await this.start();
+        this.started();
+        this.logger.info({ component: this.name, restarts: this.failures }, `${this.name} restarted`);
+        return;
+      } catch (err) {
+        detail = { err: (err as Error).message };
+      }
+    }
   }
 }

@@ -14,7 +14,7 @@ import { createDb } from '../db/database';
 import { migrateLatest } from '../db/migrations';
 import { startEmbeddedPostgres, type EmbeddedPg } from './embedded-postgres';
 import { startTemporalDevServer, temporalBinary, type TemporalDevServer } from './temporal-dev-server';
-import { canConnect, sleep, stopProcess } from './process-utils';
+import { canConnect, Restarter, sleep, stopProcess } from './process-utils';
 import { existsSync, promises as fs } from 'node:fs';
 import { generateEcKeyPair } from '../auth/jwt';
 import { builtDiscoveryOsIso } from '../images/discovery-os';
@@ -57,51 +57,6 @@ async function waitReady(url: string, timeoutMs: number, children: ChildProcess[
     await sleep(250);
   }
   throw new Error(`the API did not become ready within ${timeoutMs} ms: ${last}`);
-}
-
-/**
- * Brings a dead component back with backoff (1 s, doubling to 30 s; back to
- * 1 s once it has stayed up a minute) and says so in the log, rather than
- * taking the whole stack down: what `landfall dev` promises is that a
- * component dying is a pause, not an outage a person must notice.
- */
-export class Restarter {
-  private failures = 0;
-  private upSince = 0;
-
-  constructor(
-    private readonly name: string,
-    private readonly logger: Logger,
-    private readonly isStopping: () => boolean,
-    private readonly start: () => Promise<void>,
-    private readonly opts: { baseMs?: number; capMs?: number; healthyMs?: number } = {},
-  ) {}
-
-  /** The component started (first start or a restart). */
-  started(): void {
-    this.upSince = Date.now();
-  }
-
-  /** The component died: start it again after the backoff, as long as the stack is not stopping. */
-  async died(detail: Record<string, unknown>): Promise<void> {
-    if (this.isStopping()) return;
-    if (Date.now() - this.upSince > (this.opts.healthyMs ?? 60_000)) this.failures = 0;
-    for (;;) {
-      const waitMs = Math.min(this.opts.capMs ?? 30_000, (this.opts.baseMs ?? 1000) * 2 ** this.failures);
-      this.failures++;
-      this.logger.error({ component: this.name, ...detail, restartInMs: waitMs, restarts: this.failures }, `${this.name} exited unexpectedly; restarting it`);
-      await sleep(waitMs);
-      if (this.isStopping()) return;
-      try {
-        await this.start();
-        this.started();
-        this.logger.info({ component: this.name, restarts: this.failures }, `${this.name} restarted`);
-        return;
-      } catch (err) {
-        detail = { err: (err as Error).message };
-      }
-    }
-  }
 }
 
 export async function runDev(cfgIn: Config): Promise<void> {

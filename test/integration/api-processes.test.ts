@@ -1,0 +1,183 @@
+/**
+ * `landfall api` with API_PROCESSES=2 (src/api/cluster.ts): two worker
+ * processes serve the one port, /metrics covers both, a worker that dies is
+ * brought back, SIGTERM stops them all, and a primary killed with SIGKILL
+ * leaves no worker behind (nothing holding the port or the database). Runs
+ * the built CLI (dist/, as `npm test`'s set-up builds it).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { createDb } from '../../src/db/database';
+import { migrateLatest } from '../../src/db/migrations';
+import { freePort } from '../../src/dev/process-utils';
+import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
+import { eventually, startTestPostgres, tempDir } from '../support/services';
+
+const MAIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
+
+let pg: EmbeddedPg;
+const started: ChildProcess[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" (npm test's set-up does)`);
+  pg = await startTestPostgres(`procs_${Math.random().toString(36).slice(2, 8)}`);
+  const db = createDb(pg.url, 1);
+  await migrateLatest(db);
+  await db.destroy();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await pg?.stop();
+});
+
+function startApiProcesses(port: number, processes: number): { child: ChildProcess; log: string[] } {
+  const log: string[] = [];
+  const child = spawn(process.execPath, [MAIN, 'api'], {
+    env: {
+      PATH: process.env.PATH,
+      API_HOST: '127.0.0.1',
+      API_PORT: String(port),
+      API_PROCESSES: String(processes),
+      DATABASE_URL: pg.url,
+      DATABASE_POOL_MAX: '2',
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      STORAGE_LOCAL_DIR: tempDir('api-procs'),
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_TIMEOUT_MS: '5000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  for (const s of [child.stdout!, child.stderr!]) s.on('data', (d: Buffer) => log.push(...d.toString().split('\n').filter(Boolean)));
+  return { child, log };
+}
+
+/** One request on a connection of its own (so the primary hands each to a worker in turn). */
+function get(port: number, p: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.setTimeout(10_000, () => req.destroy(new Error(`GET ${p}: no answer within 10 s`)));
+    req.end();
+  });
+}
+
+/** A process that is running (not gone, not a zombie waiting for its parent to reap it). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const p of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid && running(Number(p))) out.push(Number(p));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out.sort();
+}
+
+/** landfall_api_requests_total by process id, from /metrics. */
+async function requestsByProcess(port: number): Promise<Map<number, number>> {
+  const text = (await get(port, '/metrics')).body;
+  return new Map([...text.matchAll(/^landfall_api_requests_total\{process="(\d+)"\} (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]));
+}
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+
+it('serves from two processes, sums their metrics, restarts a dead one, and takes both down with a SIGKILLed primary', async () => {
+  const port = await freePort();
+  const { child, log } = startApiProcesses(port, 2);
+  await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
+  const workers = await eventually(async () => {
+    const w = childrenOf(child.pid!);
+    return w.length === 2 ? w : undefined;
+  }, 30_000, 'two worker processes');
+
+  // Both answer: the primary hands each connection to the next free worker (one busy compiling the
+  // validator on its first request is passed over meanwhile), so keep connecting until both have.
+  const byProcess = await eventually(async () => {
+    for (let i = 0; i < 6; i++) expect((await get(port, '/healthz')).status).toBe(200);
+    const m = await requestsByProcess(port);
+    return m.size === 2 && [...m.values()].every((n) => n >= 3) ? m : undefined;
+  }, 60_000, 'both processes answering');
+  expect([...byProcess.keys()].sort()).toEqual(workers);
+  // /metrics from either process covers both: the process-local series summed, the database-read ones once.
+  const text = (await get(port, '/metrics')).body;
+  expect(text.match(/^# TYPE landfall_installed_clusters_first_attempt_ratio /gm)).toHaveLength(1);
+  const rss = Number(/^landfall_process_resident_memory_bytes (\d+)$/m.exec(text)![1]);
+  const each = workers.map((pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
+  expect(rss).toBeGreaterThan(Math.max(...each) * 1.3);
+
+  // A worker that dies is replaced, and the API answers meanwhile (a connection handed to the dying
+  // worker at that instant is lost with it: a client retries).
+  process.kill(workers[0]!, 'SIGKILL');
+  await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 30_000, 'an answer after a worker died');
+  const replaced = await eventually(async () => {
+    const w = childrenOf(child.pid!);
+    return w.length === 2 && !w.includes(workers[0]!) ? w : undefined;
+  }, 30_000, 'the dead worker replaced');
+  expect(replaced).toContain(workers[1]);
+  expect(log.join('\n')).toMatch(/exited unexpectedly; restarting it/);
+  await eventually(async () => {
+    await get(port, '/healthz');
+    return (await requestsByProcess(port)).has(replaced.find((p) => p !== workers[1])!);
+  }, 60_000, 'the new worker answering');
+
+  // The primary killed outright: its workers leave by themselves and free the port.
+  child.kill('SIGKILL');
+  await eventually(async () => replaced.every((pid) => !running(pid)), 15_000, 'no worker left after the primary was killed');
+  expect(await portOpen(port)).toBe(false);
+}, 180_000);
+
+it('stops every process on SIGTERM and exits 0', async () => {
+  const port = await freePort();
+  const { child } = startApiProcesses(port, 2);
+  await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
+  const workers = await eventually(async () => {
+    const w = childrenOf(child.pid!);
+    return w.length === 2 ? w : undefined;
+  }, 30_000, 'two worker processes');
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
+  for (const pid of workers) expect(running(pid)).toBe(false);
+  expect(await portOpen(port)).toBe(false);
+}, 120_000);
+
+it('exits 1 when its processes cannot start (the port is taken) rather than restarting them forever', async () => {
+  const blocker = net.createServer();
+  const port = await freePort();
+  await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+  try {
+    const { child, log } = startApiProcesses(port, 2);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(log.join('\n')).toMatch(/exited during start-up/);
+  } finally {
+    blocker.close();
+  }
+}, 120_000);
