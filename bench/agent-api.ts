@@ -374,6 +374,7 @@ async function main(): Promise<void> {
         latencyMs: w.open.all,
         byKind: w.open.byKind,
         cpuCores: w.cpuCores,
+        cpuMsPerRequest: { api: (1000 * w.cpuCores.api) / w.open.achieved, postgres: (1000 * w.cpuCores.postgres) / w.open.achieved },
         freshness: w.freshness,
         apiRssKbPeak: w.apiRssKbPeak,
         pgRssKbPeak: w.pgRssKbPeak,
@@ -409,6 +410,7 @@ function printWindow(w: RateWindow): void {
   const f = w.freshness;
   if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
+  log(`  CPU/request   API ${fmt((1000 * w.cpuCores.api) / o.achieved, 3)} ms, PostgreSQL ${fmt((1000 * w.cpuCores.postgres) / o.achieved, 3)} ms (steadier than req/s on a loaded machine; cores ÷ achieved rate)`);
   log(`  RSS peak      API ${mb(w.apiRssKbPeak)}, PostgreSQL ${mb(w.pgRssKbPeak)}${w.refreshBacklog !== undefined ? `; clusters waiting for a refresh at the end: ${w.refreshBacklog}` : ''}`);
 }
 
