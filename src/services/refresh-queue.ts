@@ -37,6 +37,16 @@ import { refreshCluster, refreshUnboundHost } from './refresh-service';
 
 export const REFRESH_CHANNEL = 'landfall_refresh';
 
+/**
+ * A refresher takes a target once its first request is this old: every fact
+ * of the cluster that arrives in the window shares one refresh. In a boot
+ * storm, where a cluster's 50 hosts arrive within a second, that is a few
+ * refreshes of it instead of one per arrival; it adds at most this much to
+ * how soon validations follow a report (a person's read does not wait for it:
+ * it settles the target itself).
+ */
+export const COALESCE_MS = 50;
+
 export type RefreshTarget = { clusterId: string } | { infraEnvId: string; hostId: string };
 
 interface RequestRow {
@@ -96,17 +106,14 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
 }
 
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
-export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger): Promise<number> {
+export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0): Promise<number> {
   let done = 0;
   const busy = new Set<string>();
   while (done < budget) {
-    const batch = (await ctx.db('refresh_requests')
-      .whereNotIn('target', [...busy])
-      .groupBy('target')
-      .select('target')
-      .min('id as first')
-      .orderBy('first')
-      .limit(16)) as Array<{ target: string }>;
+    const query = ctx.db('refresh_requests').whereNotIn('target', [...busy]).groupBy('target').select('target').min('id as first').orderBy('first').limit(16);
+    // Only targets whose first request waited the window: the facts that arrive meanwhile share the refresh.
+    if (minAgeMs > 0) query.havingRaw('min(requested_at) <= clock_timestamp() - make_interval(secs => ?)', [minAgeMs / 1000]);
+    const batch = (await query) as Array<{ target: string }>;
     if (!batch.length) break;
     for (const { target } of batch) {
       try {
@@ -180,6 +187,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
   let again = false;
   let listener: Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
+  let windowTimer: NodeJS.Timeout | undefined;
   const idleWaiters: Array<() => void> = [];
 
   const run = (): void => {
@@ -192,7 +200,12 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger);
+          await drainRefreshRequests(ctx, Infinity, logger, COALESCE_MS);
+          // Requests younger than the window: their turn comes when it has passed.
+          if (!closed && (await ctx.db('refresh_requests').first('id'))) {
+            clearTimeout(windowTimer);
+            windowTimer = setTimeout(run, COALESCE_MS);
+          }
         } catch (err) {
           // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).
           logger?.warn({ err: (err as Error).message }, 'refresher round failed; retrying at the next sweep');
@@ -243,6 +256,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     async close() {
       closed = true;
       clearInterval(sweep);
+      clearTimeout(windowTimer);
       clearTimeout(retryTimer);
       await running?.catch(() => undefined);
       await listener?.end().catch(() => undefined);

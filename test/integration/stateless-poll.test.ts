@@ -83,14 +83,18 @@ it('hands out the same peer list from every process as soon as a host joins (no 
   };
   await join(a.base, h1, 21);
   await join(a.base, h2, 22);
+  // The peer list follows the refresh of the cluster, which runs off the agents' requests; a person's read settles it.
+  const settled = async () => expect((await call('GET', `${bBase}/clusters/${c.id}`)).status).toBe(200);
+  await settled();
   const peersOf = async (base: string) => {
     const step = ((await call('GET', `${base}/infra-envs/${ie.id}/hosts/${h1}/instructions`)).body.instructions as Array<{ step_type: string; args: string[] }>).find((s) => s.step_type === 'connectivity-check');
     return step ? step.args.join(' ') : undefined;
   };
   // Process A hands out the peer list it now knows (and keeps it).
   expect(await peersOf(a.base)).toContain('10.9.1.22');
-  // A third host joins through process B; at once, A's next answer names it (its kept list was checked, not trusted).
+  // A third host joins through process B; once its cluster is refreshed, A's next answer names it (its kept list was checked, not trusted).
   await join(bBase, h3, 23);
+  await settled();
   const next = await peersOf(a.base);
   expect(next).toContain('10.9.1.23');
   expect(next).toContain('10.9.1.22');
