@@ -181,7 +181,9 @@ export interface Refresher {
  * queue when woken, and every `sweepMs` in case a notification was missed
  * (a LISTEN connection lost, a request put back after a failure).
  */
-export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, sweepMs = 1000): Refresher {
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number } = {}): Refresher {
+  const sweepMs = opts.sweepMs ?? 1000;
+  const minAgeMs = opts.minAgeMs ?? COALESCE_MS;
   let closed = false;
   let running: Promise<void> | undefined;
   let again = false;
@@ -200,11 +202,11 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, COALESCE_MS);
+          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs);
           // Requests younger than the window: their turn comes when it has passed.
           if (!closed && (await ctx.db('refresh_requests').first('id'))) {
             clearTimeout(windowTimer);
-            windowTimer = setTimeout(run, COALESCE_MS);
+            windowTimer = setTimeout(run, minAgeMs);
           }
         } catch (err) {
           // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).

@@ -10,7 +10,7 @@ import { sleep } from '../dev/process-utils';
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import { createRepos } from '../services/context';
 import { buildServiceContext } from '../services/build-context';
-import { startRefresher } from '../services/refresh-queue';
+import { COALESCE_MS, startRefresher } from '../services/refresh-queue';
 import { SCHEDULE_IDS, workflowIds } from '../temporal/names';
 
 /**
@@ -92,9 +92,10 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
     activities: createActivities({ selfChecks: createSelfCheckRepo(db), store, services }),
   });
   await ensureHostMonitorSchedule(client, cfg.lifecycle.monitorIntervalMs, logger);
-  // Refreshes what agents reported, beside the API processes' refreshers (or instead of them, API_REFRESHER=false):
-  // the work then leaves the processes that answer polls (src/services/refresh-queue.ts).
-  const refresher = startRefresher(services, cfg.database.url, logger);
+  // Refreshes what agents reported when no API process does (API_REFRESHER=false, or none running): it takes a
+  // request only once it waited a second, so with API refreshers about, they take it (and their process records the
+  // refresh's metrics, such as registration → known, which the worker does not export) (src/services/refresh-queue.ts).
+  const refresher = startRefresher(services, cfg.database.url, logger, { minAgeMs: cfg.apiRefresher ? 1000 : COALESCE_MS });
   logger.info({ taskQueue: TASK_QUEUE.install, temporal: cfg.temporal.address, storage: store.description }, 'worker running');
   const done = worker.run().finally(async () => {
     await refresher.close();
