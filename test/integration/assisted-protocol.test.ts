@@ -130,6 +130,8 @@ describe('steps handed out as the upstream agent validates them', () => {
     const b = await register(ids.infraEnvId);
     await reply(ids.infraEnvId, a, { step_type: 'inventory', step_id: 'inventory-a', output: JSON.stringify(goInventory('a', '10.77.13.21', '52:54:00:00:01:01')) });
     await reply(ids.infraEnvId, b, { step_type: 'inventory', step_id: 'inventory-b', output: JSON.stringify(goInventory('b', '10.77.13.22', '52:54:00:00:01:02')) });
+    // Out of discovering (and the peer list built) with the refresh that follows; a person's read settles it.
+    expect((await call('GET', `${h.base}/clusters/${ids.clusterId}`)).status).toBe(200);
     const steps = (await call('GET', `${h.base}/infra-envs/${ids.infraEnvId}/hosts/${a}/instructions`)).body;
     const cc = steps.instructions.find((s: { step_type: string }) => s.step_type === 'connectivity-check');
     expect(cc).toBeDefined();
@@ -148,6 +150,8 @@ describe('steps handed out as the upstream agent validates them', () => {
     const upstream = await register(ids.infraEnvId);
     const own = await register(ids.infraEnvId, 'landfall-agent/0.1.0');
     for (const [id, n] of [[upstream, 1], [own, 2]] as const) await reply(ids.infraEnvId, id, { step_type: 'inventory', step_id: `inventory-${n}`, output: JSON.stringify(goInventory(`h${n}`, `10.77.13.3${n}`, `52:54:00:00:02:0${n}`)) });
+    // The hosts leave discovering (whose plan is the inventory alone) with the refresh that follows; a person's read settles it.
+    expect((await call('GET', `${h.base}/clusters/${ids.clusterId}`)).status).toBe(200);
     const types = async (id: string) => ((await call('GET', `${h.base}/infra-envs/${ids.infraEnvId}/hosts/${id}/instructions`)).body.instructions as Array<{ step_type: string; args: string[] }>);
     const up = (await types(upstream)).find((s) => s.step_type === 'container-image-availability');
     expect(up).toBeDefined();
