@@ -1,9 +1,10 @@
 /**
- * The agent's poll and step reply (GET and POST …/instructions), answered
- * ahead of Express. Every booted host polls every minute: at fleet scale these
- * two operations are nearly all the API's traffic, and Express's router, the
- * OpenAPI validator, body parser and request logger were about 45 % of a
- * poll's CPU (bench/README.md).
+ * The agent's poll and step reply (GET and POST …/instructions), and its
+ * registration (POST …/infra-envs/{id}/hosts), answered ahead of Express.
+ * Every booted host polls every minute: at fleet scale the first two are
+ * nearly all the API's traffic, and Express's router, the OpenAPI validator,
+ * body parser and request logger were about 45 % of a poll's CPU
+ * (bench/README.md); a rack powering on together is registrations.
  *
  * The rule that keeps the guarantees: this path answers only a request it can
  * decide completely, the well-formed request of a genuine agent, and hands
@@ -30,7 +31,7 @@ import type { Logger } from '../logger';
 import type { ServiceContext } from '../services/context';
 import * as agent from '../services/agent-service';
 import { agentPrincipal, RENEWED_AGENT_TOKEN_HEADER } from './assisted/auth';
-import { BASE_PATH } from './assisted/presenters';
+import { BASE_PATH, presentRegistration } from './assisted/presenters';
 import { errorAnswer } from './errors';
 import { nulField } from './nul-guard';
 import { compileSchema, type Check, type Schema } from './openapi/plain-schema';
@@ -56,6 +57,7 @@ export const FAST_PATH_METRIC = 'landfall_agent_fast_path_requests_total';
 const HEX_UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 /** The exact spelling only: a trailing slash, other case or percent-encoding is Express's to judge. */
 const INSTRUCTIONS = new RegExp(`^${BASE_PATH}/v2/infra-envs/(${HEX_UUID})/hosts/(${HEX_UUID})/instructions(?:\\?(.*))?$`);
+const REGISTER = new RegExp(`^${BASE_PATH}/v2/infra-envs/(${HEX_UUID})/hosts(?:\\?(.*))?$`);
 /** A plain decimal with no sign, leading zero, exponent or fraction; the range is checked against the document. */
 const TIMESTAMP = /^timestamp=(0|[1-9][0-9]{0,14})$/;
 /** body-parser's JSON type with the charset it reads by default; any other media type or charset goes to Express. */
@@ -66,6 +68,8 @@ interface Contract {
   timestampMax: number;
   reply: Check;
   steps: Check;
+  registration: Check;
+  registered: Check;
 }
 
 /**
@@ -92,7 +96,39 @@ export function agentFastPath(deps: AgentFastPathDeps, fallback: RequestListener
   });
   const operation = { GET: 'poll', POST: 'reply' } as const;
 
+  /** A POST with a JSON body the parser reads as is, of a length the limit allows, from an agent: its body, or Express's. */
+  const readJsonPost = (req: IncomingMessage, query: string | undefined, handOver: () => void, then: (raw: Buffer, auth: { principal: Principal; renewed?: string }) => void): void => {
+    if (query !== undefined || !JSON_MEDIA_TYPE.test(req.headers['content-type'] ?? '')) return handOver();
+    const length = req.headers['content-length'];
+    if (length === undefined || !DECIMAL.test(length) || Number(length) === 0 || Number(length) > deps.bodyLimitBytes) return handOver();
+    const auth = principalOf(req);
+    if (!auth) return handOver();
+    readBody(req, (raw) => then(raw, auth));
+  };
+
   return (req, res) => {
+    const r = req.method === 'POST' ? REGISTER.exec(req.url ?? '') : null;
+    if (r) {
+      const handOver = () => {
+        counter.inc({ operation: 'register', outcome: 'handed_over' });
+        fallback(req, res);
+      };
+      if (req.headers['content-encoding'] !== undefined || req.headers['transfer-encoding'] !== undefined) return handOver();
+      const [, infraEnvId, query] = r as unknown as [string, string, string | undefined];
+      return readJsonPost(req, query, handOver, (raw, auth) => {
+        const body = parseBody<{ host_id: string; discovery_agent_version?: string }>(raw, contract.registration);
+        if (body === undefined) {
+          keepPreReadBody(req, raw);
+          return handOver();
+        }
+        counter.inc({ operation: 'register', outcome: 'served' });
+        void serve(req, res, auth.renewed, async (id) => {
+          const answer = presentRegistration(await agent.registerHost(deps.services, auth.principal, infraEnvId, body, id));
+          if (deps.validateResponses && !contract.registered(answer)) throw new Error('the registration answer does not match the OpenAPI document (response validation)');
+          return { status: 201, body: answer };
+        });
+      });
+    }
     const m = req.method === 'GET' || req.method === 'POST' ? INSTRUCTIONS.exec(req.url ?? '') : null;
     if (!m) return fallback(req, res);
     const op = operation[req.method as 'GET' | 'POST'];
@@ -124,13 +160,8 @@ export function agentFastPath(deps: AgentFastPathDeps, fallback: RequestListener
       return;
     }
     // POST: no query is documented; the body must be JSON the parser reads as is, of a length the limit allows.
-    if (query !== undefined || !JSON_MEDIA_TYPE.test(req.headers['content-type'] ?? '')) return handOver();
-    const length = req.headers['content-length'];
-    if (length === undefined || !DECIMAL.test(length) || Number(length) === 0 || Number(length) > deps.bodyLimitBytes) return handOver();
-    const auth = principalOf(req);
-    if (!auth) return handOver();
-    readBody(req, (raw) => {
-      const reply = parseReply(raw, contract.reply);
+    readJsonPost(req, query, handOver, (raw, auth) => {
+      const reply = parseBody<agent.StepReply>(raw, contract.reply);
       if (reply === undefined) {
         // Not ours to judge (malformed, a schema violation, a NUL): Express parses the same bytes.
         keepPreReadBody(req, raw);
@@ -174,8 +205,8 @@ function agentVersion(req: IncomingMessage): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** The body as a step reply the fast path may act on, or undefined when Express must judge it. */
-function parseReply(raw: Buffer, check: Check): agent.StepReply | undefined {
+/** The body as what the fast path may act on, or undefined when Express must judge it. */
+function parseBody<T>(raw: Buffer, check: Check): T | undefined {
   const text = raw.toString('utf8');
   // Invalid UTF-8 (decoded to U+FFFD) and a byte-order mark are decoded by body-parser's own rules.
   if (text.includes('\uFFFD') || text.charCodeAt(0) === 0xfeff) return undefined;
@@ -186,7 +217,7 @@ function parseReply(raw: Buffer, check: Check): agent.StepReply | undefined {
     return undefined;
   }
   if (!check(value) || nulField(value, 'body') !== undefined) return undefined;
-  return value as agent.StepReply;
+  return value as T;
 }
 
 function readBody(req: IncomingMessage, done: (raw: Buffer) => void): void {
@@ -256,9 +287,21 @@ export function assertContract(doc: Record<string, unknown>): Contract {
   const content = post.requestBody?.content ?? {};
   if (post.requestBody?.required !== true || Object.keys(content).join() !== 'application/json') fail('POST body media type');
   if (!post.responses?.['204'] || post.responses['204'].content) fail('POST 204');
+  // The registration: POST …/infra-envs/{infra_env_id}/hosts, the same agent key, a JSON body, 201 with the host.
+  const hosts = d.paths?.['/v2/infra-envs/{infra_env_id}/hosts'] ?? fail('no hosts path');
+  const hostsParams = ((hosts.parameters ?? []) as Array<Record<string, unknown>>).map(resolve).map(describe);
+  if (JSON.stringify(hostsParams) !== JSON.stringify([uuidParam('infra_env_id')])) fail('registration path parameters');
+  const register = (hosts.post ?? fail('no registration POST')) as Operation;
+  if (JSON.stringify(register.security) !== JSON.stringify([{ agentAuth: [] }])) fail('registration security');
+  for (const p of (register.parameters ?? []).map(resolve)) if (describe(p) !== versionHeader) fail(`registration parameter ${String(p.name)}`);
+  const registerContent = register.requestBody?.content ?? {};
+  if (register.requestBody?.required !== true || Object.keys(registerContent).join() !== 'application/json') fail('registration body media type');
+  const registeredSchema = register.responses?.['201']?.content?.['application/json']?.schema ?? fail('registration 201 schema');
   return {
     timestampMax: timestampMax!,
     reply: compileSchema(content['application/json']!.schema ?? fail('POST body schema'), d, 'closed'),
     steps: compileSchema(stepsSchema, d, 'open'),
+    registration: compileSchema(registerContent['application/json']!.schema ?? fail('registration body schema'), d, 'closed'),
+    registered: compileSchema(registeredSchema, d, 'open'),
   };
 }

@@ -115,7 +115,11 @@ function normalise(g: Got, w: World, sentRequestId: string | undefined) {
     ...w.hosts.map((h, i) => [h, `<host-${i}>`] as [string, string]),
   ];
   // Step ids end in a random suffix (inventory-1a2b3c4d).
-  let text = g.body.toString('utf8').replace(/("step_id":"[a-z-]+-)[0-9a-f]{8}"/g, '$1<random>"');
+  let text = g.body
+    .toString('utf8')
+    .replace(/("step_id":"[a-z-]+-)[0-9a-f]{8}"/g, '$1<random>"')
+    // A registration answer names moments (created, checked in): each world's own.
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>');
   for (const [id, name] of ids) text = text.split(id).join(name).split(id.toUpperCase()).join(name);
   const headers: Record<string, unknown> = {};
   for (const k of VISIBLE) if (g.headers[k] !== undefined) headers[k] = g.headers[k];
@@ -197,6 +201,8 @@ async function buildWorld(port: number, label: string, auth: boolean): Promise<W
       expect((await json(port, 'POST', `${base}/infra-envs/${ie.body.id}/hosts/${h}/instructions`, { step_type: 'inventory', step_id: 'inventory-setup', output: inventory }, key)).status).toBe(204);
     }
   }
+  // Validated off the agents' requests: a person's read settles the refresh, so both worlds start alike.
+  expect((await send(port, { method: 'GET', path: `${base}/clusters/${cluster.body.id}`, headers: user })).status).toBe(200);
   return { clusterId: cluster.body.id!, infraEnvId: ie.body.id!, hosts, otherInfraEnvId: other.body.id! };
 }
 
@@ -229,8 +235,14 @@ const SERVED = [
   'reply to an unknown host',
   'reply with a request id',
   'reply just under the body limit',
+  'register a new host',
+  'register the same host again',
+  'register with the agent version',
+  'register with an upper-case host id',
+  'register with a request id',
+  'register into an unknown infra-env',
 ];
-const SERVED_WITH_TOKENS = ['poll with a token past half its life (renewed)', 'poll with a token of another infra-env', 'poll with a cluster-scoped agent token', 'poll with a user token and the agent key', 'reply with a renewed token'];
+const SERVED_WITH_TOKENS = ['register with a token of another infra-env', 'poll with a token past half its life (renewed)', 'poll with a token of another infra-env', 'poll with a cluster-scoped agent token', 'poll with a user token and the agent key', 'reply with a renewed token'];
 
 /** The battery: what a genuine agent sends, and every irregularity we could think of. */
 function battery(auth: boolean): Case[] {
@@ -319,11 +331,36 @@ function battery(auth: boolean): Case[] {
     { name: 'reply chunked', make: (w) => ({ method: 'POST', path: steps(w), headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', ...key(w) }, body: JSON.stringify(ok) }) },
     { name: 'reply with invalid UTF-8', make: (w) => ({ method: 'POST', path: steps(w), headers: { 'content-type': 'application/json', ...key(w) }, body: Buffer.concat([Buffer.from('{"step_type":"execute","step_id":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]) }) },
   ];
+  // ---- the registration (last: it adds hosts to the world)
+  const hostsPath = (w: World) => `/api/assisted-install/v2/infra-envs/${w.infraEnvId}/hosts`;
+  const register = (name: string, body: unknown, extra: (w: World) => Record<string, string> = () => ({}), path: (w: World) => string = hostsPath): Case => post(name, body, extra, path);
+  const newHost = (n: number) => `0000000${n}-0000-4000-8000-${String(n).padStart(12, '0')}`;
+  cases.push(
+    register('register a new host', { host_id: newHost(1) }),
+    register('register the same host again', { host_id: newHost(1) }),
+    register('register with the agent version', { host_id: newHost(2), discovery_agent_version: 'v2.40.3' }),
+    register('register with an upper-case host id', { host_id: newHost(3).toUpperCase().replace('0000003', '000000A') }),
+    register('register with a request id', { host_id: newHost(4) }, () => ({ 'x-request-id': 'trace-fast-3' })),
+    register('register into an unknown infra-env', { host_id: newHost(5) }, () => ({}), () => '/api/assisted-install/v2/infra-envs/00000000-0000-4000-8000-000000000003/hosts'),
+    register('register without a host id', { discovery_agent_version: 'v2' }),
+    register('register with a malformed host id', { host_id: 'host-1' }),
+    register('register with a urn host id', { host_id: `urn:uuid:${newHost(6)}` }),
+    register('register with a numeric host id', { host_id: 7 }),
+    register('register with an extra property', { host_id: newHost(8), colour: 'blue' }),
+    register('register with a NUL in the agent version', { host_id: newHost(9), discovery_agent_version: 'v\u00002' }),
+    register('register with a query', { host_id: newHost(1) }, () => ({}), (w) => `${hostsPath(w)}?x=1`),
+    register('register as text/plain', { host_id: newHost(1) }, () => ({ 'content-type': 'text/plain' })),
+    register('register with malformed JSON', '{"host_id":'),
+    register('register with a trailing slash', { host_id: newHost(1) }, () => ({}), (w) => `${hostsPath(w)}/`),
+  );
   if (!auth) return cases;
   // ---- credentials (AUTH_TYPE=local)
   const now = Date.now();
   return [
     ...cases,
+    register('register without a token', { host_id: newHost(1) }, () => ({ 'x-secret-key': '' })),
+    register('register with a token of another infra-env', { host_id: newHost(1) }, (w) => ({ 'x-secret-key': agentToken(w.otherInfraEnvId) })),
+    register('register with a user token', { host_id: newHost(1) }, () => ({ 'x-secret-key': '', authorization: admin() })),
     get('poll without a token', (w) => steps(w), () => ({})),
     get('poll with an empty token', (w) => steps(w), () => ({ 'x-secret-key': '' })),
     get('poll with a garbage token', (w) => steps(w), () => ({ 'x-secret-key': 'not.a.token' })),
@@ -379,6 +416,9 @@ describe.each([
     expect(seen.get('poll of an unknown host')!.status).toBe(404);
     expect(seen.get('reply with a NUL in the output')!.status).toBe(400);
     expect(seen.get('reply over the body limit')!.status).toBe(413);
+    expect(seen.get('register a new host')!.status).toBe(201);
+    expect(JSON.parse(seen.get('register a new host')!.body).next_step_runner_command.args).toHaveLength(1);
+    expect(seen.get('register with a malformed host id')!.status).toBe(400);
     if (auth) {
       expect(seen.get('poll with an expired token')!.status).toBe(401);
       expect(seen.get('poll with a token past half its life (renewed)')!.headers['x-landfall-agent-token']).toEqual({ use: 'agent', infra_env_id: '<infra-env>', life: TTL });

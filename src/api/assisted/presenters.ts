@@ -31,6 +31,12 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): T {
 /** Kept on the host for the service's own bookkeeping, never sent. */
 const INTERNAL_HOST_FIELDS = ['inventory_digest', 'day2_prepared'];
 
+/** The answer to an agent's registration: the host, and what the agent's step runner runs (assisted-service's shape). */
+export function presentRegistration(h: HostRow) {
+  const args = JSON.stringify({ infra_env_id: h.infra_env_id, host_id: h.id, agent_version: h.discovery_agent_version ?? '' });
+  return { ...presentHost(h), next_step_runner_command: { command: '', args: [args], retry_seconds: 0 } };
+}
+
 export function presentHost(h: HostRow) {
   const d = { ...(h.doc as Record<string, unknown>) };
   for (const k of INTERNAL_HOST_FIELDS) delete d[k];

@@ -20,7 +20,7 @@ import { getInstallReport } from '../../services/install-report-service';
 import * as logs from '../../services/logs-service';
 import type { Severity } from '../../domain/event-catalogue';
 import { releasesMatching } from '../../domain/releases';
-import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest } from './presenters';
+import { presentCluster, presentEvent, presentHost, presentInfraEnv, presentManifest, presentRegistration } from './presenters';
 import { streamEvents } from '../event-stream';
 import { componentVersions } from '../../versions';
 import { bmcRoutes } from './bmc.routes';
@@ -283,8 +283,7 @@ export function assistedRoutes(ctx: ServiceContext): Router {
   // ---- agent
   r.post('/v2/infra-envs/:infra_env_id/hosts', async (req, res) => {
     const host = await agent.registerHost(ctx, principal(res), param(req, 'infra_env_id'), req.body, rid(req));
-    const args = JSON.stringify({ infra_env_id: host.infra_env_id, host_id: host.id, agent_version: host.discovery_agent_version ?? '' });
-    res.status(201).json({ ...presentHost(host), next_step_runner_command: { command: '', args: [args], retry_seconds: 0 } });
+    res.status(201).json(presentRegistration(host));
   });
   r.get('/v2/infra-envs/:infra_env_id/hosts/:host_id/instructions', async (req, res) => {
     const ts = q(req, 'timestamp');

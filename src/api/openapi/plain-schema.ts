@@ -19,8 +19,19 @@
 export type Schema = Record<string, unknown>;
 export type Check = (value: unknown) => boolean;
 
-const KNOWN = new Set(['type', 'properties', 'required', 'enum', 'items', 'format', 'minimum', 'maximum', 'description', 'default', '$ref']);
+const KNOWN = new Set(['type', 'properties', 'required', 'enum', 'items', 'format', 'minimum', 'maximum', 'description', 'default', '$ref', 'allOf']);
 const INT_FORMATS: Record<string, [number, number]> = { int32: [-(2 ** 31), 2 ** 31 - 1], int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] };
+/**
+ * String formats, as the validator's (ajv-formats) in `open` mode; in `closed` mode a uuid is the plain
+ * 8-4-4-4-12 form only (the validator also takes a `urn:uuid:` prefix: such a request goes to Express).
+ */
+const STRING_FORMATS: Record<string, Record<'open' | 'closed', RegExp>> = {
+  uuid: { open: /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i, closed: /^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i },
+  'date-time': {
+    open: /^\d{4}-[01]\d-[0-3]\d[t\s](?:[0-2]\d:[0-5]\d:[0-5]\d|23:59:60)(?:\.\d+)?(?:z|[+-]\d\d(?::?\d\d)?)$/i,
+    closed: /^\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/,
+  },
+};
 
 export class UnsupportedSchemaError extends Error {}
 
@@ -35,6 +46,13 @@ export function compileSchema(schema: Schema, doc: { components?: { schemas?: Re
   for (const k of Object.keys(schema)) if (!KNOWN.has(k)) throw new UnsupportedSchemaError(`${at}: keyword ${k}`);
   if (mode === 'closed' && schema.default !== undefined) throw new UnsupportedSchemaError(`${at}: default (the validator would fill it in)`);
   const checks: Check[] = [];
+  if (schema.allOf !== undefined) {
+    // Each part closed would refuse the others' properties: only responses (open) use allOf.
+    if (mode === 'closed') throw new UnsupportedSchemaError(`${at}: allOf in a request`);
+    const parts = (schema.allOf as Schema[]).map((p, i) => compileSchema(p, doc, mode, `${at}.allOf[${i}]`));
+    checks.push((v) => parts.every((c) => c(v)));
+    if (schema.type === undefined) return checks.length === 1 ? checks[0]! : (v) => checks.every((c) => c(v));
+  }
   const type = schema.type;
   switch (type) {
     case 'object': {
@@ -75,9 +93,15 @@ export function compileSchema(schema: Schema, doc: { components?: { schemas?: Re
       throw new UnsupportedSchemaError(`${at}: type ${String(type)}`);
   }
   if (schema.format !== undefined) {
-    const range = type === 'integer' ? INT_FORMATS[String(schema.format)] : undefined;
-    if (!range) throw new UnsupportedSchemaError(`${at}: format ${String(schema.format)}`);
-    checks.push((v) => (v as number) >= range[0] && (v as number) <= range[1]);
+    if (type === 'string') {
+      const re = STRING_FORMATS[String(schema.format)]?.[mode];
+      if (!re) throw new UnsupportedSchemaError(`${at}: format ${String(schema.format)}`);
+      checks.push((v) => re.test(v as string));
+    } else {
+      const range = type === 'integer' ? INT_FORMATS[String(schema.format)] : undefined;
+      if (!range) throw new UnsupportedSchemaError(`${at}: format ${String(schema.format)}`);
+      checks.push((v) => (v as number) >= range[0] && (v as number) <= range[1]);
+    }
   }
   if (schema.minimum !== undefined || schema.maximum !== undefined) {
     if (type !== 'integer') throw new UnsupportedSchemaError(`${at}: minimum/maximum on ${String(type)}`);
