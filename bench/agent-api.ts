@@ -165,7 +165,7 @@ interface RateWindow {
 const latencyLine = (p: Percentiles) => `p50 ${ms(p.p50)}   p90 ${ms(p.p90)}   p99 ${ms(p.p99)}   max ${ms(p.max)}`;
 const cpuLine = (c: CpuShare) =>
   `API ${fmt(c.api, 2)}   PostgreSQL ${fmt(c.postgres, 2)}   load generator ${fmt(c.generator, 2)}   bench ${fmt(c.bench, 2)}   other processes ${fmt(c.other, 2)}   (machine busy ${fmt(c.machineBusy, 2)} of ${fmt(c.machineCores, 1)})`;
-const failuresOf = (r: { errors: number; timeouts: number; non2xx: number; skipped?: number }) => r.errors + r.timeouts + r.non2xx + (r.skipped ?? 0);
+const failuresOf = (r: { errors: number; timeouts: number; non2xx: number; skipped?: number; unanswered?: number }) => r.errors + r.timeouts + r.non2xx + (r.skipped ?? 0) + (r.unanswered ?? 0);
 const outcomeOf = (w: RateWindow): RateOutcome => ({ offered: w.offered, achieved: w.open.achieved, p99: w.open.all.p99, failures: failuresOf(w.open) });
 const codes = (c: Record<string, number>) => Object.entries(c).map(([code, n]) => `${code}: ${fmt(n)}`).join(', ') || 'none';
 const loadText = () => {
@@ -368,6 +368,7 @@ async function main(): Promise<void> {
         timeouts: w.open.timeouts,
         non2xx: w.open.non2xx,
         skipped: w.open.skipped,
+        unanswered: w.open.unanswered,
         statusCodes: w.open.statusCodes,
         errorCodes: w.open.errorCodes,
         maxInFlight: w.open.maxInFlight,
@@ -403,7 +404,7 @@ async function main(): Promise<void> {
 
 function printWindow(w: RateWindow): void {
   const o = w.open;
-  log(`${w.bisection ? 'bisection' : 'rate'} ${fmt(w.offered)} req/s offered: ${fmt(o.achieved)} answered/s (${fmt(o.completed)} of ${fmt(o.scheduled)} due; most in flight ${fmt(o.maxInFlight)}${o.skipped ? `; ${fmt(o.skipped)} not sent: the API fell too far behind` : ''})`);
+  log(`${w.bisection ? 'bisection' : 'rate'} ${fmt(w.offered)} req/s offered: ${fmt(o.achieved)} answered/s (${fmt(o.completed)} of ${fmt(o.scheduled)} due; most in flight ${fmt(o.maxInFlight)}${o.skipped ? `; ${fmt(o.skipped)} not sent: the API fell too far behind` : ''}${o.unanswered ? `; ${fmt(o.unanswered)} unanswered 15 s after the window` : ''})`);
   log(`  latency       ${latencyLine(o.all)}`);
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);

@@ -57,6 +57,8 @@ export interface WindowResult {
   non2xx: number;
   /** Due but not sent: too many requests were already in flight (the API far behind). */
   skipped: number;
+  /** Sent but still unanswered 15 s after the window ended: abandoned, and failures like the rest. */
+  unanswered: number;
   statusCodes: Record<string, number>;
   /** Transport errors by code (ECONNRESET, …): a reset on a reused keep-alive connection is not the API failing a request. */
   errorCodes: Record<string, number>;
@@ -138,6 +140,8 @@ class Recorder {
   timeouts = 0;
   non2xx = 0;
   skipped = 0;
+  inFlight = 0;
+  unanswered = 0;
   statusCodes: Record<string, number> = {};
   errorCodes: Record<string, number> = {};
   all: number[] = [];
@@ -153,6 +157,7 @@ class Recorder {
       timeouts: this.timeouts,
       non2xx: this.non2xx,
       skipped: this.skipped,
+      unanswered: this.unanswered,
       statusCodes: this.statusCodes,
       errorCodes: this.errorCodes,
       all: percentiles(this.all),
@@ -189,6 +194,7 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       resolved = true;
       if (drainTimer) clearTimeout(drainTimer);
       agent.destroy();
+      for (const rec of [total, ...windows]) rec.unanswered = rec.inFlight;
       const sum = total.result(0, seconds);
       const achieved = total.completed / Math.max(seconds, (lastDone - t0) / 1000);
       resolve({ ...sum, offered: rate, achieved, maxInFlight, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
@@ -204,6 +210,8 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       }
       const r = mix.next();
       inFlight++;
+      total.inFlight++;
+      w.inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       let done = false;
       const settle = (status: number | undefined, err?: 'error' | 'timeout', code?: string) => {
@@ -211,6 +219,7 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
         done = true;
         inFlight--;
         for (const rec of [total, w]) {
+          rec.inFlight--;
           if (err === 'timeout') rec.timeouts++;
           else if (err) {
             rec.errors++;
@@ -253,7 +262,7 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       while (t0 + sent * interval <= now && t0 + sent * interval < end) fire(t0 + sent++ * interval);
       if (now >= end || t0 + sent * interval >= end) {
         ticking = false;
-        // Whatever has not answered 15 s after the end is abandoned (and counted neither way).
+        // Whatever has not answered 15 s after the end is abandoned, and counted as unanswered.
         drainTimer = setTimeout(() => finish(true), 15_000);
         finish();
         return;

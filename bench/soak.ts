@@ -207,7 +207,7 @@ async function main(): Promise<void> {
     const secondMinuteMeanKb = meanKb(60, 120);
     const lastMinuteMeanKb = meanKb(total - 60, total);
     const meanGrowth = growth(secondMinuteMeanKb, lastMinuteMeanKb);
-    const failures = result.errors + result.timeouts + result.non2xx + result.skipped;
+    const failures = result.errors + result.timeouts + result.non2xx + result.skipped + result.unanswered;
     const rssMet = Math.abs(apiGrowth) <= RSS_GROWTH_MAX;
     const commit = gitCommit();
 
@@ -221,11 +221,11 @@ async function main(): Promise<void> {
       const answered = w.completed / Math.max(1, w.toS - w.fromS);
       const f = m.freshness;
       log(
-        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped).padStart(8)}  ${(f && f.samples ? ms(f.latencyMs.p99) : 'n/a').padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
+        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped + w.unanswered).padStart(8)}  ${(f && f.samples ? ms(f.latencyMs.p99) : 'n/a').padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
       );
     }
     log('');
-    log(`requests        ${fmt(result.completed)} answered of ${fmt(result.scheduled)} due (${fmt(result.achieved)}/s); ${result.errors} errors${result.errors ? ` (${Object.entries(result.errorCodes).map(([c, n]) => `${c}: ${n}`).join(', ')})` : ''}, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.skipped} not sent; p50 ${ms(result.all.p50)}, p99 ${ms(result.all.p99)}, max ${ms(result.all.max)}`);
+    log(`requests        ${fmt(result.completed)} answered of ${fmt(result.scheduled)} due (${fmt(result.achieved)}/s); ${result.errors} errors${result.errors ? ` (${Object.entries(result.errorCodes).map(([c, n]) => `${c}: ${n}`).join(', ')})` : ''}, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.skipped} not sent, ${result.unanswered} unanswered; p50 ${ms(result.all.p50)}, p99 ${ms(result.all.p99)}, max ${ms(result.all.max)}`);
     log(`API RSS         after set-up ${mb(setupMemory.apiRssKb)}, after minute 1 ${mb(afterFirst.apiRssKb)}, at the end ${mb(last.apiRssKb)} (${(apiGrowth * 100).toFixed(1)} %), peak ${mb(Math.max(...samples.map((x) => x.apiRssKb)))}; PSS ${mb(afterFirst.apiPssKb)} → ${mb(last.apiPssKb)}`);
     log(`                mean of minute 2 ${mb(secondMinuteMeanKb)}, mean of the last minute ${mb(lastMinuteMeanKb)} (${(meanGrowth * 100).toFixed(1)} %)`);
     log(`PostgreSQL RSS  after minute 1 ${mb(afterFirst.pgRssKb)}, at the end ${mb(last.pgRssKb)} (${(pgGrowth * 100).toFixed(1)} %); PSS ${mb(afterFirst.pgPssKb)} → ${mb(last.pgPssKb)}`);
