@@ -19,6 +19,9 @@ describe('assertContract', () => {
     expect(c.reply({ step_type: 'execute', step_id: 'x', extra: 1 })).toBe(false);
     expect(c.steps({ next_instruction_seconds: 60, post_step_action: 'continue', instructions: [{ step_type: 'inventory', step_id: 'i', args: ['a'] }] })).toBe(true);
     expect(c.steps({ instructions: [{ step_type: 'inventory', args: [1] }] })).toBe(false);
+    // A property set to undefined is left out of the JSON, and the response validator takes it as absent.
+    expect(c.steps({ next_instruction_seconds: undefined, instructions: [{ step_type: 'install', step_id: 'i', args: undefined }] })).toBe(true);
+    expect(c.reply({ step_type: 'execute', step_id: undefined })).toBe(false);
   });
 
   it.each<[string, (d: Doc) => void]>([

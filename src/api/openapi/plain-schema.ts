@@ -62,8 +62,10 @@ export function compileSchema(schema: Schema, doc: { components?: { schemas?: Re
       checks.push((v) => {
         if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
         const o = v as Record<string, unknown>;
-        for (const r of required) if (!Object.hasOwn(o, r)) return false;
+        // A property holding undefined is absent, as JSON.stringify and the validator (Ajv) see it.
+        for (const r of required) if (o[r] === undefined) return false;
         for (const [k, val] of Object.entries(o)) {
+          if (val === undefined) continue;
           const c = byName.get(k);
           if (!c) {
             if (mode === 'closed') return false;
