@@ -179,6 +179,8 @@ async function main(): Promise<void> {
   const windows = opts.rates.length + (opts.bisect ? opts.bisectSteps : 0);
   const budgetMs = 240_000 + opts.hosts * 100 + (opts.warmup + windows * (opts.duration + opts.settle + 20) + (opts.saturation ? opts.duration + 20 : 0)) * 1000;
   const startedAt = new Date();
+  // Read now, nearest the build being run (the checkout may move on during a long run).
+  const commit = gitCommit();
   const loadBefore = machineLoad();
   let stack: Stack | undefined;
   let gen: Generator | undefined;
@@ -296,7 +298,6 @@ async function main(): Promise<void> {
     const freshnessAtTarget = target?.freshness;
     const freshnessMet = freshnessAtTarget !== undefined && freshnessAtTarget.samples > 0 && freshnessAtTarget.failures === 0 && freshnessAtTarget.unseen === 0 && freshnessAtTarget.latencyMs.p99 < FRESHNESS_P99_MS;
     const generatorMax = Math.max(...results.map((w) => w.cpuCores.generator), saturation?.cpuCores.generator ?? 0);
-    const commit = gitCommit();
     // node:cluster: a primary and its workers; one process serves alone.
     const apiWorkers = rssAfterSetup.processes > 1 ? rssAfterSetup.processes - 1 : 1;
     log('');
@@ -391,7 +392,7 @@ async function main(): Promise<void> {
       profiles,
     };
     if (!opts.noResultFile) {
-      const file = resultPath('agent-api', [`${opts.hosts}h`, `${apiWorkers}p`], startedAt);
+      const file = resultPath('agent-api', [`${opts.hosts}h`, `${apiWorkers}p`], startedAt, commit);
       await writeResult(file, out);
       log(`result          ${path.relative(process.cwd(), file)}`);
     }

@@ -444,9 +444,9 @@ export function gitCommit(): string {
 }
 
 /** bench/results/<name>-<UTC date and time>-<parts…>-<commit>.json in the checkout. */
-export function resultPath(name: string, parts: string[], at = new Date()): string {
+export function resultPath(name: string, parts: string[], at: Date, commit: string): string {
   const stamp = at.toISOString().slice(0, 16).replace(/:/g, '').replace('T', '-');
-  return path.join(repoRoot(), 'bench', 'results', `${name}-${stamp}-${[...parts, gitCommit()].join('-')}.json`);
+  return path.join(repoRoot(), 'bench', 'results', `${name}-${stamp}-${[...parts, commit].join('-')}.json`);
 }
 
 export async function writeResult(file: string, data: unknown): Promise<void> {

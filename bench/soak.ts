@@ -120,6 +120,8 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const budgetMs = 300_000 + opts.hosts * 100 + opts.minutes * 60_000 + 60_000;
   const startedAt = new Date();
+  // Read now, nearest the build being run (the checkout may move on during a long run).
+  const commit = gitCommit();
   const loadBefore = machineLoad();
   let stack: Stack | undefined;
   let gen: Generator | undefined;
@@ -209,7 +211,6 @@ async function main(): Promise<void> {
     const meanGrowth = growth(secondMinuteMeanKb, lastMinuteMeanKb);
     const failures = result.errors + result.timeouts + result.non2xx + result.skipped + result.unanswered;
     const rssMet = Math.abs(apiGrowth) <= RSS_GROWTH_MAX;
-    const commit = gitCommit();
 
     log('');
     log(`soak: ${fmt(opts.hosts)} hosts, ${fmt(opts.rate)} req/s offered for ${opts.minutes} min, API tree ${last.apiProcesses} process(es) (API_PROCESSES ${opts.processes ?? 'unset'}), commit ${commit}, node ${process.version}, ${os.cpus().length} CPUs`);
@@ -250,7 +251,7 @@ async function main(): Promise<void> {
     await gen.stop();
     await s.stop();
     if (!opts.noResultFile) {
-      const file = resultPath('soak', [`${opts.hosts}h`, `${opts.rate}rps`, `${last.apiProcesses > 1 ? last.apiProcesses - 1 : 1}p`], startedAt);
+      const file = resultPath('soak', [`${opts.hosts}h`, `${opts.rate}rps`, `${last.apiProcesses > 1 ? last.apiProcesses - 1 : 1}p`], startedAt, commit);
       await writeResult(file, out);
       log(`result          ${path.relative(process.cwd(), file)}`);
     }
