@@ -19,10 +19,10 @@
  * Only 127.0.0.1 is ever targeted. Everything it starts is stopped at the end, and a watchdog
  * bounds the whole run.
  */
-import { existsSync, readdirSync, readFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { sleep } from '../src/dev/process-utils';
+import { repoRoot, sleep } from '../src/dev/process-utils';
 import { formatSummary, summarizeCpuProfile, type ProfileSummary } from './cpuprofile-summary';
 import type { ClosedResult, OpenResult } from './agent-load';
 import { cpuShare, findKnee, nextBisectRate, parseRates, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
@@ -204,7 +204,9 @@ async function main(): Promise<void> {
 
   try {
     log(`agent-api bench: ${fmt(opts.hosts)} hosts, ${opts.hostsPerCluster} per cluster, API_PROCESSES ${opts.processes ?? 'unset (service default)'}; ${loadText()}`);
-    const profDir = opts.cpuProf ? mkdtempSync(path.join(os.tmpdir(), 'landfall-bench-prof-')) : undefined;
+    // Kept after the run, in the checkout's ignored .state folder, for a closer look (e.g. in Chrome's DevTools).
+    const profDir = opts.cpuProf ? path.join(repoRoot(), '.state', 'bench', `agent-api-prof-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
+    if (profDir) mkdirSync(profDir, { recursive: true });
     stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, cpuProfDir: profDir, pgStats: opts.pgStats });
     const s = stack;
     const rssIdle = treeRssKb(s.apiPid);
@@ -342,7 +344,7 @@ async function main(): Promise<void> {
       const files = existsSync(profDir) ? readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')) : [];
       profiles = files.map((f) => ({ file: f, summary: summarizeCpuProfile(JSON.parse(readFileSync(path.join(profDir, f), 'utf8')), profileWindow, 30) }));
       for (const p of profiles) {
-        log(`\nCPU profile of API process ${p.file}, the ${fmt(profileRate)} req/s window only:`);
+        log(`\nCPU profile of API process ${path.join(profDir, p.file)}, the ${fmt(profileRate)} req/s window only:`);
         log(formatSummary(p.summary));
       }
       if (!files.length) log(`no CPU profile was written in ${profDir}`);
