@@ -104,46 +104,84 @@ const coresLine = (c: Cpu) => `${Object.entries(c.cores).map(([k, v]) => `${k} $
 const STACK = ['api', 'worker', 'temporal', 'postgres', 'supervisor'] as const;
 const stackCores = (c: Cpu) => STACK.reduce((s, k) => s + (c.cores[k] ?? 0), 0);
 
-/** Polls at a constant rate, each host at its own offset within the interval; latency from the due time. */
-async function pollOpenLoop(client: ReturnType<typeof keepAliveClient>, paths: string[], pollSeconds: number, seconds: number) {
-  const n = paths.length;
-  const lat: number[] = [];
-  const statuses: Record<string, number> = {};
-  const steps: Record<string, number> = {};
-  let errors = 0;
-  let inFlight = 0;
-  let maxInFlight = 0;
-  let scheduled = 0;
-  const t0 = performance.now();
-  const end = t0 + seconds * 1000;
-  const interval = (pollSeconds * 1000) / n; // one host's poll every `interval` ms, round robin
-  const pending: Array<Promise<void>> = [];
-  const fire = (k: number, due: number) => {
-    inFlight++;
-    maxInFlight = Math.max(maxInFlight, inFlight);
-    const p = client
-      .request('GET', `${paths[k % n]}?timestamp=${Math.floor(Date.now() / 1000)}`)
-      .then((r) => {
-        lat.push(performance.now() - due);
-        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
-        if (r.status === 200) for (const s of (JSON.parse(r.text) as { instructions?: Array<{ step_type: string }> }).instructions ?? []) steps[s.step_type] = (steps[s.step_type] ?? 0) + 1;
-      })
-      .catch(() => void errors++)
-      .finally(() => inFlight--);
-    pending.push(p);
-    if (pending.length > 10_000) pending.splice(0, 5_000);
-  };
-  while (performance.now() < end) {
-    const now = performance.now();
-    while (t0 + scheduled * interval <= now) {
-      fire(scheduled, t0 + scheduled * interval);
-      scheduled++;
-    }
-    await sleep(2);
+/**
+ * Each registered host polls every `pollSeconds` from the moment it registered, as an agent does (so
+ * none goes silent while the rest register), open loop: a poll goes out when due whatever the API's
+ * latency, and its latency runs from that due time. Figures are kept only while `recording`.
+ */
+class Poller {
+  private readonly queue: Array<{ k: number; due: number }> = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  recording = false;
+  stats = Poller.empty();
+
+  constructor(
+    private readonly client: ReturnType<typeof keepAliveClient>,
+    private readonly paths: string[],
+    private readonly pollSeconds: number,
+  ) {}
+
+  static empty() {
+    return { scheduled: 0, answered: 0, errors: 0, skipped: 0, maxInFlight: 0, statuses: {} as Record<string, number>, steps: {} as Record<string, number>, latency: [] as number[] };
   }
-  const drainUntil = performance.now() + 30_000;
-  while (inFlight > 0 && performance.now() < drainUntil) await sleep(20);
-  return { seconds: (performance.now() - t0) / 1000, scheduled, answered: lat.length, errors, statuses, steps, maxInFlight, latency: percentiles(lat) };
+
+  /** Far more polls waiting than sockets means the API is far behind: further polls are counted as skipped, not piled up (and silence can begin when asked). */
+  private static readonly IN_FLIGHT_CAP = 1024;
+
+  /** Host k registered now: its first poll is due one interval later. */
+  add(k: number): void {
+    this.queue.push({ k, due: performance.now() + this.pollSeconds * 1000 });
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.tick(), 5);
+  }
+
+  /** Stops polling and waits (up to 30 s) for the polls in flight. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    const until = performance.now() + 30_000;
+    while (this.inFlight > 0 && performance.now() < until) await sleep(20);
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    // Due times only grow along the queue (each host goes back one interval later), so the head is always next.
+    while (this.head < this.queue.length && this.queue[this.head]!.due <= now) {
+      const { k, due } = this.queue[this.head++]!;
+      this.queue.push({ k, due: due + this.pollSeconds * 1000 });
+      this.fire(k, due);
+    }
+    if (this.head > 100_000) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  private fire(k: number, due: number): void {
+    const rec = this.recording;
+    const st = this.stats;
+    if (rec) st.scheduled++;
+    if (this.inFlight >= Poller.IN_FLIGHT_CAP) {
+      if (rec) st.skipped++;
+      return;
+    }
+    this.inFlight++;
+    st.maxInFlight = Math.max(st.maxInFlight, this.inFlight);
+    this.client
+      .request('GET', `${this.paths[k]}?timestamp=${Math.floor(Date.now() / 1000)}`)
+      .then((r) => {
+        if (!rec) return;
+        st.latency.push(performance.now() - due);
+        st.answered++;
+        st.statuses[r.status] = (st.statuses[r.status] ?? 0) + 1;
+        if (r.status === 200) for (const x of (JSON.parse(r.text) as { instructions?: Array<{ step_type: string }> }).instructions ?? []) st.steps[x.step_type] = (st.steps[x.step_type] ?? 0) + 1;
+      })
+      .catch(() => void (rec && st.errors++))
+      .finally(() => this.inFlight--);
+  }
 }
 
 async function main(): Promise<void> {
@@ -187,6 +225,11 @@ async function main(): Promise<void> {
     const infraEnvs = await createBenchClusters(client, clusters, 'idle');
     const ids = Array.from({ length: o.hosts }, (_, i) => benchHostId(i, 'c0000000'));
     const ie = (i: number) => infraEnvs[Math.floor(i / o.hostsPerCluster)]!;
+    const paths = ids.map((id, i) => `${AGENT_API}/infra-envs/${ie(i)}/hosts/${id}/instructions`);
+    // A separate pool for the polls, as many sockets as an open loop at this rate needs.
+    const pollClient = keepAliveClient(port, 256);
+    const poller = new Poller(pollClient, paths, o.pollSeconds);
+    poller.start();
     const t0 = performance.now();
     let done = 0;
     let last = Date.now();
@@ -195,6 +238,7 @@ async function main(): Promise<void> {
       const inv = JSON.stringify({ step_type: 'inventory', step_id: `inventory-${i.toString(16)}`, exit_code: 0, output: inventoryFor(`idle-${String(i).padStart(6, '0')}`, i) });
       const r = await client.request('POST', `${AGENT_API}/infra-envs/${ie(i)}/hosts/${ids[i]}/instructions`, inv);
       if (r.status !== 204) throw new Error(`inventory of host ${i}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
+      poller.add(i);
       done++;
       if (Date.now() - last > 10_000) {
         last = Date.now();
@@ -205,18 +249,25 @@ async function main(): Promise<void> {
     const statusesAfterSetup = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
     out(`set-up: ${fmtNum(o.hosts)} hosts registered with inventories in ${fmtNum(setupSeconds)} s; ${statusesAfterSetup.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
 
-    // ---- phase a: polling at the cadence, answering nothing
-    const paths = ids.map((id, i) => `${AGENT_API}/infra-envs/${ie(i)}/hosts/${id}/instructions`);
-    // One poll round first, unmeasured: every host's first discovery steps go out in it.
-    out(`phase a: warm-up round (${o.pollSeconds} s), then ${o.pollPhaseSeconds} s measured, ${fmtNum(o.hosts / o.pollSeconds)} polls/s offered`);
-    await pollOpenLoop(client, paths, o.pollSeconds, o.pollSeconds);
+    // ---- phase a: polling at the cadence, answering nothing (every host polls from its registration on)
+    out(`phase a: one more round (${o.pollSeconds} s) after the last registration, then ${o.pollPhaseSeconds} s measured, ${fmtNum(o.hosts / o.pollSeconds)} polls/s offered`);
+    await sleep(o.pollSeconds * 1000);
+    const statusesA = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
+    out(`  host statuses as it starts: ${statusesA.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
     const ma = meter();
-    ma.start();
     const loadA0 = loadAverage();
-    const polled = await pollOpenLoop(client, paths, o.pollSeconds, o.pollPhaseSeconds);
+    poller.stats = Poller.empty();
+    poller.recording = true;
+    ma.start();
+    await sleep(o.pollPhaseSeconds * 1000);
     const aCpu = ma.stop();
+    poller.recording = false;
+    await poller.stop();
+    pollClient.close();
+    const pst = poller.stats;
+    const polled = { seconds: aCpu.seconds, scheduled: pst.scheduled, answered: pst.answered, errors: pst.errors, skipped: pst.skipped, statuses: pst.statuses, steps: pst.steps, maxInFlight: pst.maxInFlight, latency: percentiles(pst.latency) };
     const apiMsPerPoll = ((aCpu.cores.api ?? 0) * aCpu.seconds * 1000) / Math.max(1, polled.answered);
-    out(`phase a: ${fmtNum(polled.answered)} polls answered in ${fmtNum(polled.seconds, 1)} s (${fmtNum(polled.answered / polled.seconds, 1)}/s), ${polled.errors} errors, status ${JSON.stringify(polled.statuses)}, most in flight ${polled.maxInFlight}`);
+    out(`phase a: ${fmtNum(polled.answered)} of ${fmtNum(polled.scheduled)} polls due answered in ${fmtNum(polled.seconds, 1)} s (${fmtNum(polled.answered / polled.seconds, 1)}/s), ${polled.errors} errors, ${polled.skipped} not sent (over ${fmtNum(1024)} waiting: the API fell behind), status ${JSON.stringify(polled.statuses)}, most in flight ${polled.maxInFlight}`);
     out(`  latency     ${latencyLine(polled.latency)} (from each poll's due time)`);
     out(`  steps handed out (not answered): ${Object.entries(polled.steps).map(([k, v]) => `${k} ${fmtNum(v)} (${fmtNum(v / Math.max(1, polled.answered), 3)}/poll)`).join(', ') || 'none'}`);
     out(`  CPU (cores) ${coresLine(aCpu)}`);
@@ -282,7 +333,7 @@ async function main(): Promise<void> {
           load: { start: load0, phaseA: loadA0, end: loadAverage() },
           setup: { seconds: setupSeconds, statuses: statusesAfterSetup },
           empty: emptyCpu,
-          phaseA: { ...polled, latency: polled.latency as Percentiles, cpu: aCpu, apiMsPerPoll },
+          phaseA: { ...polled, latency: polled.latency as Percentiles, statusesAtStart: statusesA, cpu: aCpu, apiMsPerPoll },
           phaseB1: { remaining, secondsToAllDisconnected: (allDisconnectedAt - silentAt) / 1000, detectionSeconds: delay, limitSeconds: limitS, detectedOk, transactions: xacts.length, hostRowsPerTransaction: perXact, longestTransactionMs: longestXactMs, cpu: b1Cpu },
           phaseB2: { cpu: b2Cpu, stackCores: bg, met: bg < 0.1 },
           rssMb: rss,
