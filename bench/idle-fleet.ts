@@ -233,11 +233,21 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     let done = 0;
     let last = Date.now();
+    // As an agent does: a 503 (or no answer) is tried again after a pause; anything else unexpected ends the run.
+    let retried = 0;
+    const send = async (what: string, p: string, body: string, expected: number) => {
+      for (let attempt = 0; ; attempt++) {
+        const r = await client.request('POST', p, body).catch((e: Error) => ({ status: 0, ms: 0, text: e.message }));
+        if (r.status === expected) return;
+        if ((r.status !== 503 && r.status !== 0) || attempt >= 20) throw new Error(`${what}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
+        retried++;
+        await sleep(1000 + Math.random() * 2000);
+      }
+    };
     await forEachConcurrently(o.hosts, o.registerConcurrency, async (i) => {
-      await client.json('POST', `${AGENT_API}/infra-envs/${ie(i)}/hosts`, { host_id: ids[i], discovery_agent_version: 'bench-agent:1.0' }, 201);
+      await send(`registration of host ${i}`, `${AGENT_API}/infra-envs/${ie(i)}/hosts`, JSON.stringify({ host_id: ids[i], discovery_agent_version: 'bench-agent:1.0' }), 201);
       const inv = JSON.stringify({ step_type: 'inventory', step_id: `inventory-${i.toString(16)}`, exit_code: 0, output: inventoryFor(`idle-${String(i).padStart(6, '0')}`, i) });
-      const r = await client.request('POST', `${AGENT_API}/infra-envs/${ie(i)}/hosts/${ids[i]}/instructions`, inv);
-      if (r.status !== 204) throw new Error(`inventory of host ${i}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
+      await send(`inventory of host ${i}`, `${AGENT_API}/infra-envs/${ie(i)}/hosts/${ids[i]}/instructions`, inv, 204);
       poller.add(i);
       done++;
       if (Date.now() - last > 10_000) {
@@ -247,7 +257,7 @@ async function main(): Promise<void> {
     });
     const setupSeconds = (performance.now() - t0) / 1000;
     const statusesAfterSetup = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
-    out(`set-up: ${fmtNum(o.hosts)} hosts registered with inventories in ${fmtNum(setupSeconds)} s; ${statusesAfterSetup.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
+    out(`set-up: ${fmtNum(o.hosts)} hosts registered with inventories in ${fmtNum(setupSeconds)} s (${fmtNum(retried)} requests tried again after a 503 or no answer); ${statusesAfterSetup.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
 
     // ---- phase a: polling at the cadence, answering nothing (every host polls from its registration on)
     out(`phase a: one more round (${o.pollSeconds} s) after the last registration, then ${o.pollPhaseSeconds} s measured, ${fmtNum(o.hosts / o.pollSeconds)} polls/s offered`);
@@ -331,7 +341,7 @@ async function main(): Promise<void> {
         {
           options: o,
           load: { start: load0, phaseA: loadA0, end: loadAverage() },
-          setup: { seconds: setupSeconds, statuses: statusesAfterSetup },
+          setup: { seconds: setupSeconds, retried, statuses: statusesAfterSetup },
           empty: emptyCpu,
           phaseA: { ...polled, latency: polled.latency as Percentiles, statusesAtStart: statusesA, cpu: aCpu, apiMsPerPoll },
           phaseB1: { remaining, secondsToAllDisconnected: (allDisconnectedAt - silentAt) / 1000, detectionSeconds: delay, limitSeconds: limitS, detectedOk, transactions: xacts.length, hostRowsPerTransaction: perXact, longestTransactionMs: longestXactMs, cpu: b1Cpu },
