@@ -173,7 +173,8 @@ async function main(): Promise<void> {
       statuses[key] = (statuses[key] ?? 0) + 1;
     };
     const readers: Array<() => FleetTotals> = [];
-    const total = o.rampSeconds + warmup + duration + 60;
+    // The fleets run until this bench stops them (a boot slower than the ramp must not end them inside the window).
+    const total = 24 * 3600;
     const workers = o.hostsPerCluster - 3;
     for (let k = 0; k < clusters; k++) {
       const count = Math.min(o.hostsPerCluster, o.hosts - k * o.hostsPerCluster);
