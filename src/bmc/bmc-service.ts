@@ -198,27 +198,30 @@ export async function deleteBmcHost(ctx: ServiceContext, p: Principal, infraEnvI
  * register with the SMBIOS UUID, which Redfish reports as the System's UUID)
  * or whose boot MAC is one of the host's NICs now belongs to this host.
  */
-export async function attachEnrolledBmc(ctx: ServiceContext, trx: Knex.Transaction, infraEnvId: string, hostId: string, macs: string[] = []): Promise<void> {
-  if (!ctx.bmc) return;
+/** Whether it wrote the host row (a BMC's projection). */
+export async function attachEnrolledBmc(ctx: ServiceContext, trx: Knex.Transaction, infraEnvId: string, hostId: string, macs: string[] = []): Promise<boolean> {
+  if (!ctx.bmc) return false;
   const bmc = ctx.bmc;
   // Most infra-envs enrol no machine by its BMC: one indexed look, not three, on every registration and inventory.
-  if (!(await bmc.repo.anyIn(infraEnvId, trx))) return;
+  if (!(await bmc.repo.anyIn(infraEnvId, trx))) return false;
   const host = await ctx.repos.hosts.get({ infraEnvId, hostId }, trx);
-  if (!host) return;
+  if (!host) return false;
   const carried = await bmc.repo.forHost(infraEnvId, hostId, trx);
   if (carried) {
     // A host registering again (deleted and back, or reset) gets its BMC's projection back.
-    if ((host.doc as Record<string, unknown>).bmc_address !== carried.address) await projectOnHost(ctx, trx, host, carried);
-    return;
+    if ((host.doc as Record<string, unknown>).bmc_address === carried.address) return false;
+    await projectOnHost(ctx, trx, host, carried);
+    return true;
   }
   const candidates = await bmc.repo.unmatched(infraEnvId, hostId, macs.map((m) => m.toLowerCase()), trx);
   const match = candidates.find((c) => c.system_uuid === hostId.toLowerCase()) ?? candidates[0];
-  if (!match) return;
+  if (!match) return false;
   const by = match.system_uuid === hostId.toLowerCase() ? 'system-uuid' : 'boot-mac';
   const moved = await bmc.repo.applyEvent(trx, match.id, { type: 'HostMatched', hostId, by }, ctx.repos.events, { host_id: hostId });
-  if (!moved) return;
+  if (!moved) return false;
   await projectOnHost(ctx, trx, host, moved);
   await ctx.repos.events.add({ name: 'host_bmc_set', infraEnvId, hostId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), bmc_address: moved.address, simulated: simulatedSuffix(moved.address) } }, trx);
+  return true;
 }
 
 /** MAC addresses of a normalised inventory document (a string, as stored). */

@@ -97,11 +97,12 @@ async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<ty
       }
     }
     // A machine enrolled by its BMC registers with its system UUID as host id: it carries that BMC from now on.
-    await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
+    const attached = await attachEnrolledBmc(ctx, trx, infraEnvId, body.host_id);
     // Validated by a refresher, not in this request: a rack powering on together registers at the rate
     // the rows can be written, and one refresh of the cluster covers every host that arrived meanwhile.
     await requestRefresh(trx, targetOfHost(host));
-    return (await ctx.repos.hosts.get(key, trx))!;
+    // A new host's row as inserted; read again when anything wrote it since (a BMC's projection, a kept report).
+    return attached || existing ? (await ctx.repos.hosts.get(key, trx))! : host;
   });
   // This report, or one a failed signal left pending: the workflow is told before the agent hears 201.
   if (registered.report_pending) await deliverHostReport(ctx, key);
@@ -178,7 +179,12 @@ export interface StepReply {
 }
 
 export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, body: StepReply, requestId?: string): Promise<void> {
-  await loadInfraEnv(ctx, p, infraEnvId);
+  // As the poll: the infra-env is read only when the caller's access depends on it, or to tell a missing one from a missing host.
+  await checkInfraEnvAccess(ctx, p, infraEnvId);
+  const missingHost = async (): Promise<never> => {
+    await loadInfraEnv(ctx, p, infraEnvId);
+    throw notFound(`host ${hostId}`);
+  };
   const reply = { ...body, exit_code: body.exit_code ?? 0 };
   const key = { infraEnvId, hostId };
   let output = reply.output ?? '';
@@ -207,12 +213,12 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
   // decided at once, under the cluster's and the host's locks; any other reply only stores its facts (below).
   const decides = (reply.exit_code !== 0 && reply.step_type === 'install') || (reply.exit_code === 0 && reply.step_type === 'installation-disk-speed-check');
   if (!decides) {
-    await storeReplyFacts(ctx, key, reply, needsJson ? { output, parsed, inventoryDigest } : undefined, requestId);
+    await storeReplyFacts(ctx, key, reply, needsJson ? { output, parsed, inventoryDigest } : undefined, missingHost, requestId);
     return;
   }
   const change = await ctx.db.transaction(async (trx) => {
     const peek = await ctx.repos.hosts.get(key, trx);
-    if (!peek) throw notFound(`host ${hostId}`);
+    if (!peek) return missingHost();
     const cluster = peek.cluster_id ? await ctx.repos.clusters.getForUpdate(peek.cluster_id, trx) : undefined;
     const host = (await ctx.repos.hosts.getForUpdate(key, trx))!;
     const earlier = { pending: Boolean(host.report_pending) };
@@ -253,11 +259,18 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
  * the agent's request, and one refresh covers every reply of the cluster that
  * arrived meanwhile. A reply whose facts did not change writes only the step.
  */
-async function storeReplyFacts(ctx: ServiceContext, key: { infraEnvId: string; hostId: string }, reply: Required<Pick<StepReply, 'exit_code'>> & StepReply, json: { output: string; parsed: unknown; inventoryDigest?: string } | undefined, requestId?: string): Promise<void> {
+async function storeReplyFacts(
+  ctx: ServiceContext,
+  key: { infraEnvId: string; hostId: string },
+  reply: Required<Pick<StepReply, 'exit_code'>> & StepReply,
+  json: { output: string; parsed: unknown; inventoryDigest?: string } | undefined,
+  missingHost: () => Promise<never>,
+  requestId?: string,
+): Promise<void> {
   const { infraEnvId, hostId } = key;
   await ctx.db.transaction(async (trx) => {
     const host = await ctx.repos.hosts.getFacts(key, trx);
-    if (!host) throw notFound(`host ${hostId}`);
+    if (!host) return missingHost();
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       const named = (await ctx.repos.hosts.get(key, trx))!;
@@ -279,12 +292,13 @@ async function storeReplyFacts(ctx: ServiceContext, key: { infraEnvId: string; h
       fields = typeof target === 'string' ? { [target]: json.output } : target(json.parsed);
       if (Object.entries(fields).every(([k, v]) => doc[k] === v)) return;
     }
-    // The cluster's key lock first (what the host row's second write in this transaction would take after the
-    // host's lock): a user's edit holding the cluster then waits for no one here. Refreshes do not conflict with it.
-    if (host.cluster_id) await ctx.repos.clusters.getForKeyShare(host.cluster_id, trx);
+    // A machine enrolled by its BMC may be known by the boot MAC address of its inventory: that is a second write of
+    // the host row, which makes PostgreSQL take the cluster's key lock after the host's. So the cluster's key lock
+    // first, as everywhere (a user's edit holding the cluster then waits for no one here; refreshes do not conflict).
+    const enrolment = inventory !== undefined && Boolean(ctx.bmc) && (await ctx.bmc!.repo.anyIn(infraEnvId, trx));
+    if (enrolment && host.cluster_id) await ctx.repos.clusters.getForKeyShare(host.cluster_id, trx);
     await ctx.repos.hosts.mergeFacts(key, fields, inventory, trx);
-    // Or it is known by the boot MAC address it was enrolled with.
-    if (inventory !== undefined) await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory));
+    if (enrolment) await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory!));
     await requestRefresh(trx, targetOfHost(host));
   });
 }
