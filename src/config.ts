@@ -92,7 +92,8 @@ export const ENV_SCHEMA = z.object({
   DEMO_FLEET_HOSTS: z.coerce.number().int().min(0).max(1000).default(5),
   DEMO_INSIGHTS_CLUSTERS: z.coerce.number().int().min(0).max(100).default(0),
   HOST_DISCONNECT_TIMEOUT_MS: positiveMs.default(180000),
-  HOST_MONITOR_INTERVAL_MS: positiveMs.default(30000),
+  // 20 s: a silent host is marked disconnected within its timeout + 30 s, the monitor's own run included.
+  HOST_MONITOR_INTERVAL_MS: positiveMs.default(20000),
   // How often each repeating discovery step is asked again with unchanged arguments (src/services/step-cadence.ts); 0: every poll.
   // Whether API processes refresh what agents reported (the worker always does; src/services/refresh-queue.ts).
   API_REFRESHER: z.enum(['true', 'false']).default('true'),
