@@ -51,12 +51,18 @@ function statusesOf(info: unknown): Map<string, string> {
   return out;
 }
 
-/** Validation events: a validation that was passing fails, or one that failed passes. */
-function validationChanges(before: Map<string, string>, after: ValidationResult[]) {
+/**
+ * Validation events: a validation that was passing fails, or one that failed
+ * passes. Never computed before counts as pending (what every validation is
+ * until a host reports), for hosts: a host whose registration and first
+ * inventory share one coalesced refresh still says which validations its
+ * report fails. (A cluster is validated at its creation, in the request.)
+ */
+function validationChanges(before: Map<string, string>, after: ValidationResult[], firstAsPending = false) {
   const failed: ValidationResult[] = [];
   const fixed: ValidationResult[] = [];
   for (const r of after) {
-    const prev = before.get(r.id);
+    const prev = before.get(r.id) ?? (firstAsPending && before.size === 0 ? 'pending' : undefined);
     if (r.status === 'failure' && prev !== undefined && prev !== 'failure') failed.push(r);
     if (r.status === 'success' && prev === 'failure') fixed.push(r);
   }
@@ -112,7 +118,7 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
     },
   });
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
-  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
+  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results, true);
   for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
   for (const r of fixed) await ctx.repos.events.add({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } }, trx);
   if (statusChanged && transition!.to === 'known' && !doc.known_at) {

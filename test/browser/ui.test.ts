@@ -91,6 +91,8 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
     await page.getByRole('link', { name: 'Create cluster', exact: true }).click();
     await page.getByLabel('Cluster name').fill('ui-demo');
     await page.getByLabel('Base domain').fill('example.com');
+    // The releases load after the form shows: wait for the default choice rather than read it at once.
+    await page.waitForFunction("(document.getElementById('release') || {}).value", undefined, { timeout: 30000 });
     await expect(page.getByLabel('Kubernetes release').inputValue()).resolves.not.toBe('');
     await page.getByLabel('Control-plane hosts').selectOption('3');
     await page.getByLabel('SSH public key (optional)').fill(SSH_KEY);
