@@ -184,20 +184,9 @@ export class CpuMeter {
   }
 }
 
-export interface Percentiles {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank percentiles of a sample. */
-export function percentiles(xs: ArrayLike<number>): Percentiles {
-  const s = Float64Array.from(xs).sort();
-  const at = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : NaN);
-  return { count: s.length, p50: at(50), p90: at(90), p99: at(99), max: s.length ? s[s.length - 1]! : NaN };
-}
+// One nearest-rank percentile function for every bench: the unit-tested one (bench/agent-stats.ts).
+import { percentiles, type Percentiles } from './agent-stats';
+export { percentiles, type Percentiles };
 
 /** Runs `fn` over 0..n-1 with at most `concurrency` at a time. */
 export async function forEachConcurrently(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
