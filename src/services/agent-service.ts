@@ -7,6 +7,7 @@
  * loads the host row or the cluster.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
 import { InventoryShapeError, normalizeInventory } from '../domain/inventory';
 import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
@@ -224,7 +225,7 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
     const earlier = { pending: Boolean(host.report_pending) };
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output, error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
-      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      await recordStepFailed(ctx, trx, host, reply, requestId);
       // An install step that fails is the host failing its install (reference §3), unless it is the
       // install step of a try that already ended: the reply of a failed try can arrive after the host
       // was retried (install-a1 after install-a1-r1 went out), and must not fail the new try.
@@ -274,7 +275,7 @@ async function storeReplyFacts(
     await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' }, trx);
     if (reply.exit_code !== 0) {
       const named = (await ctx.repos.hosts.get(key, trx))!;
-      await ctx.repos.events.add({ name: 'host_step_failed', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(named), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId }, trx);
+      await recordStepFailed(ctx, trx, named, reply, requestId);
       return;
     }
     if (!json) return;
@@ -301,6 +302,14 @@ async function storeReplyFacts(
     if (enrolment) await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory!));
     await requestRefresh(trx, targetOfHost(host));
   });
+}
+
+/** The event of a step the agent ran and that failed: which, its exit code and (the start of) its error. */
+function recordStepFailed(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, reply: Required<Pick<StepReply, 'exit_code'>> & StepReply, requestId?: string) {
+  return ctx.repos.events.add(
+    { name: 'host_step_failed', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: host.cluster_id, props: { host_name: hostDisplayName(host), step_type: reply.step_type, exit_code: reply.exit_code, error: (reply.error ?? '').slice(0, 500) || 'no error text' }, requestId },
+    trx,
+  );
 }
 
 const INSTALLING = ['installing', 'installing-in-progress', 'installing-pending-user-action'];
