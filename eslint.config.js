@@ -10,12 +10,19 @@ const landfall = require('./eslint/pure-imports');
  * (eslint/pure-imports.js): a determinism bug or a stray database call fails
  * lint, not a replay in production.
  */
+/**
+ * What Node offers without an import and does I/O (or reaches what does): the import allowlist alone
+ * would let `fetch(…)` or `process.env` through. Banned in workflow and domain code alike.
+ */
+const IO_GLOBALS = ['fetch', 'process', 'console', 'globalThis', 'global', 'XMLHttpRequest', 'WebSocket', 'EventSource'];
+
 const WORKFLOW_IMPORTS = {
   packages: ['@temporalio/workflow'],
   // workflows/: other workflow files and their message files (linted by this same rule).
   // src/temporal/names: the task queue, workflow id and search attribute names the API and worker share.
   paths: ['workflows', 'src/domain', 'src/temporal/names'],
   typePaths: ['activities'],
+  globals: IO_GLOBALS,
   why: 'workflow code may import only @temporalio/workflow, workflow and message files, activity types (import type) and src/domain (see STYLE.md)',
 };
 const DOMAIN_IMPORTS = {
@@ -23,6 +30,7 @@ const DOMAIN_IMPORTS = {
   packages: ['yaml'],
   paths: ['src/domain', 'src/errors'],
   typePaths: ['agent/types'],
+  globals: IO_GLOBALS,
   why: 'domain code is pure: it may import only src/domain, src/errors, yaml and types (see STYLE.md)',
 };
 

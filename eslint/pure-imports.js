@@ -7,11 +7,13 @@
  * the repository, so `../src/domain/x` is allowed from workflows/ and
  * `../db/x` is refused from src/domain/ whatever the depth.
  *
- * Options: { packages: string[], paths: string[], typePaths?: string[], why: string }
+ * Options: { packages: string[], paths: string[], typePaths?: string[], globals?: string[], why: string }
  *   packages   npm packages (exact names) that may be imported
  *   paths      repository-relative files or directories that may be imported
  *   typePaths  repository-relative files or directories that may be imported with `import type` only
  *              (erased at compile time, so no code of theirs runs)
+ *   globals    global names that may not be used: the I/O Node offers without an import (fetch,
+ *              process, console, globalThis …), which an import allowlist alone lets through
  * A type-only import is allowed from anything `paths` or `typePaths` allows.
  */
 const path = require('node:path');
@@ -35,16 +37,18 @@ const rule = {
           packages: { type: 'array', items: { type: 'string' } },
           paths: { type: 'array', items: { type: 'string' } },
           typePaths: { type: 'array', items: { type: 'string' } },
+          globals: { type: 'array', items: { type: 'string' } },
           why: { type: 'string' },
         },
         required: ['packages', 'paths', 'why'],
         additionalProperties: false,
       },
     ],
-    messages: { forbidden: "'{{source}}' is not allowed here: {{why}}" },
+    messages: { forbidden: "'{{source}}' is not allowed here: {{why}}", forbiddenGlobal: "the global '{{name}}' is not allowed here (I/O without an import): {{why}}" },
   },
   create(context) {
-    const { packages, paths, typePaths = [], why } = context.options[0];
+    const { packages, paths, typePaths = [], globals = [], why } = context.options[0];
+    const bannedGlobals = new Set(globals);
     const dir = path.dirname(context.filename);
 
     /** @param {import('estree').Node} node @param {unknown} value @param {boolean} typeOnly */
@@ -73,6 +77,19 @@ const rule = {
       },
       ExportAllDeclaration: (node) => check(node, node.source.value, /** @type {any} */ (node).exportKind === 'type'),
       ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined, false),
+      // A global is a reference that no scope of the file declares: configured globals (a variable of
+      // the global scope with no definition) and undeclared ones (the global scope's `through`).
+      'Program:exit': (node) => {
+        if (!bannedGlobals.size) return;
+        const scope = context.sourceCode.getScope(node);
+        /** @param {any} ref */
+        const report = (ref) => {
+          if (ref.isTypeReference && !ref.isValueReference) return;
+          context.report({ node: ref.identifier, messageId: 'forbiddenGlobal', data: { name: ref.identifier.name, why } });
+        };
+        for (const v of scope.variables) if (bannedGlobals.has(v.name) && v.defs.length === 0) v.references.forEach(report);
+        for (const ref of scope.through) if (bannedGlobals.has(ref.identifier.name)) report(ref);
+      },
       CallExpression: (node) => {
         if (node.callee.type === 'Identifier' && node.callee.name === 'require') {
           const arg = node.arguments[0];

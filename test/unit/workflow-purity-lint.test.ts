@@ -134,3 +134,29 @@ describe('domain purity lint (allowlist, no I/O)', () => {
     expect(activities()).toEqual([]);
   });
 });
+
+describe('purity lint: I/O through globals, with no import to refuse', () => {
+  const uses = [
+    "export const get = () => fetch('http://127.0.0.1/');",
+    'export const home = () => process.env.HOME;',
+    "export const say = () => console.log('x');",
+    "export const get = () => globalThis.fetch('http://127.0.0.1/');",
+    'export const s = () => new WebSocket(`ws://127.0.0.1/`);',
+  ];
+  const rejected = ['workflows/example.ts', 'src/domain/example.ts'].flatMap((file) => uses.map((code) => [file, code, lintCase(`${code}\n`, file)] as const));
+  it.each(rejected)('rejects in %s: %s', (_file, _code, messages_) => {
+    const messages = messages_();
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatch(/^the global '(fetch|process|console|globalThis|WebSocket)' is not allowed here \(I\/O without an import\)/);
+  });
+
+  const shadowed = lintCase('export function f(process: number, fetch: () => number): number {\n  const console = { log: (n: number) => n };\n  return console.log(process + fetch());\n}\n', 'src/domain/example.ts');
+  it('allows a local of the same name (it is not the global)', () => {
+    expect(shadowed()).toEqual([]);
+  });
+
+  const services = lintCase("export const get = () => fetch('http://127.0.0.1/');\n", 'src/services/example.ts');
+  it('does not apply to the layers that do I/O', () => {
+    expect(services()).toEqual([]);
+  });
+});
