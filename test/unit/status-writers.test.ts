@@ -60,6 +60,21 @@ describe('one status writer per aggregate', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('no SQL text writes a host\'s or cluster\'s status (knex.raw, whereRaw, a query string)', () => {
+    // The object-literal check above sees knex's builder; this sees the SQL a raw statement carries.
+    const writes = [/\bupdate\s+"?(hosts|clusters)"?\b[\s\S]*?\bset\b[\s\S]*?\bstatus(_info)?"?\s*=/i, /\binsert\s+into\s+"?(hosts|clusters)"?\s*\([^)]*\bstatus\b/i, /\bon\s+conflict\b[\s\S]*?\bset\b[\s\S]*?\bstatus(_info)?"?\s*=/i];
+    const offenders: string[] = [];
+    for (const { file, sf } of sources) {
+      walk(sf, (n) => {
+        let text: string | undefined;
+        if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) text = n.text;
+        else if (ts.isTemplateExpression(n)) text = [n.head.text, ...n.templateSpans.map((s) => s.literal.text)].join(' ? ');
+        if (text !== undefined && writes.some((re) => re.test(text))) offenders.push(`${file}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1} ${text.slice(0, 80)}`);
+      });
+    }
+    expect(offenders).toEqual([]);
+  });
+
   it('only the writer calls the repos\' compare-and-swap', () => {
     const callers = sources.filter(({ sf }) => {
       let found = false;
