@@ -126,3 +126,26 @@ it('hands the connectivity check out again when a peer\'s address changed, at ei
   await settled();
   expect(JSON.parse((await connectivity(bBase))!.args[0]!)[0].nics[0].ip_addresses).toEqual(['10.9.1.122']);
 });
+
+it('keeps the repeat cadence per host of an infra-env: the same host id in another infra-env is asked on its own clock (fuzzing found it keyed by host id alone)', async () => {
+  // Host ids are the agent's (the machine's UUID): the same machines booted with two tenants' images are two
+  // pairs of hosts with the same ids and inventories, so the same step arguments.
+  const [h1, h2] = [randomUUID(), randomUUID()];
+  const envs: Array<{ cluster: string; ie: string }> = [];
+  for (const n of [1, 2]) {
+    const c = (await call('POST', `${a.base}/clusters`, { body: { name: `same-ids-${n}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
+    const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: `same-ids-ie-${n}`, pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+    for (const [id, m] of [[h1, 11], [h2, 12]] as const) {
+      expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts`, { body: { host_id: id } })).status).toBe(201);
+      expect((await call('POST', `${a.base}/infra-envs/${ie.id}/hosts/${id}/instructions`, { body: { step_type: 'inventory', step_id: `inventory-${n}-${m}`, output: inventory(`same-${m}`, `10.9.31.${m}`) } })).status).toBe(204);
+    }
+    expect((await call('GET', `${a.base}/clusters/${c.id}`)).status).toBe(200);
+    envs.push({ cluster: c.id, ie: ie.id });
+  }
+  const types = async (base: string, ie: string) => ((await call('GET', `${base}/infra-envs/${ie}/hosts/${h1}/instructions`)).body.instructions as Array<{ step_type: string }>).map((s) => s.step_type);
+  expect(await types(a.base, envs[0]!.ie)).toContain('connectivity-check');
+  expect(await types(bBase, envs[0]!.ie)).not.toContain('connectivity-check');
+  // The first infra-env's host was just asked; this one never was.
+  expect(await types(bBase, envs[1]!.ie)).toContain('connectivity-check');
+  expect(await types(a.base, envs[1]!.ie)).not.toContain('connectivity-check');
+});
