@@ -56,5 +56,20 @@ export interface ServiceContext {
   bmc?: import('../bmc/ports').BmcPorts;
   /** Wakes the API's event streams when an event is recorded (src/api/event-wakeups.ts); unset: they poll. */
   eventWakeups?: import('../api/event-wakeups').EventWakeups;
+  /**
+   * Told of every status move the writer makes (status-writer.ts): which table
+   * rule fired and the status it left (inside the caller's transaction, before
+   * it commits). Unset in the service; the state-table
+   * test (test/integration/state-table-callers.test.ts) listens with it to
+   * prove every rule has a production caller.
+   */
+  statusMoved?: (move: StatusMove) => void;
   now: () => Date;
+}
+
+export interface StatusMove {
+  aggregate: 'host' | 'cluster';
+  id: string;
+  from: string;
+  rule: import('../domain/lifecycle/host-state-machine').HostRule | import('../domain/lifecycle/cluster-state-machine').ClusterRule;
 }

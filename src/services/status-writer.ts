@@ -15,7 +15,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../errors';
 import type { ClusterRow, HostRow } from '../db/rows';
 import { nextHostStatus, type HostEvent, type HostStatus, type HostTransition } from '../domain/lifecycle/host-state-machine';
-import { nextClusterStatus, type ClusterEvent, type ClusterStatus } from '../domain/lifecycle/cluster-state-machine';
+import { nextClusterStatus, type ClusterEvent, type ClusterRule, type ClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { hostDisplayName } from '../api/assisted/presenters';
 import type { ServiceContext } from './context';
 
@@ -37,7 +37,7 @@ export interface HostMove {
 
 export interface ClusterMove {
   row: ClusterRow;
-  transition?: { to: ClusterStatus; info: string };
+  transition?: { to: ClusterStatus; info: string; rule: ClusterRule };
   moved: boolean;
 }
 
@@ -72,6 +72,7 @@ export async function applyHostEvent(ctx: ServiceContext, trx: Knex.Transaction,
   if (!row) throw lostRace('host', host.id, host.status);
   const moved = t !== undefined && t.to !== host.status;
   if (moved) {
+    ctx.statusMoved?.({ aggregate: 'host', id: host.id, from: host.status, rule: t.rule });
     await ctx.repos.events.add(
       { name: 'host_status_updated', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: row.cluster_id, props: { host_name: opts.hostName ?? hostDisplayName(row), src_status: host.status, new_status: t.to, info: t.info }, requestId: opts.requestId },
       trx,
@@ -89,6 +90,7 @@ export async function applyClusterEvent(ctx: ServiceContext, trx: Knex.Transacti
   const row = await ctx.repos.clusters.compareAndSet(cluster.id, cluster.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx);
   if (!row) throw lostRace('cluster', cluster.id, cluster.status);
   const moved = t !== undefined && t.to !== cluster.status;
+  if (moved) ctx.statusMoved?.({ aggregate: 'cluster', id: cluster.id, from: cluster.status, rule: t.rule });
   if (moved) await ctx.repos.events.add({ name: 'cluster_status_updated', clusterId: cluster.id, props: { new_status: t.to }, requestId: opts.requestId }, trx);
   return { row, transition: t, moved };
 }
