@@ -11,7 +11,7 @@ import type { AgentConfig } from './config';
 import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
 import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
 import { InstallStopped, runStep } from './steps';
-import { Outbox } from './outbox';
+import { Outbox, type OutboxItem } from './outbox';
 import { StartedSteps } from './started-steps';
 import type { Executor, Steps } from './types';
 
@@ -161,7 +161,8 @@ export class HostAgent {
   private box: Outbox | undefined;
   /** One outbox for the agent's life (made on first use, with the run's signal so it stops with the agent). */
   private outbox(signal: AbortSignal): Outbox {
-    return (this.box ??= new Outbox((item, sig) => this.client.request(item.method, item.path, item.body, sig), { dir: this.cfg.outboxDir, name: `outbox-${this.cfg.infraEnvId}`, signal, log: (msg, data) => this.log.warn(msg, data) }));
+    const send = (item: OutboxItem, sig?: AbortSignal) => (item.file ? this.client.upload(item.path, item.file.name, item.file.bytes!, sig) : this.client.request(item.method, item.path, item.body, sig));
+    return (this.box ??= new Outbox(send, { dir: this.cfg.outboxDir, name: `outbox-${this.cfg.infraEnvId}`, signal, log: (msg, data) => this.log.warn(msg, data) }));
   }
 
   /** Reports not yet delivered (kept on disk when the agent has an outbox directory). */
@@ -226,19 +227,24 @@ export class HostAgent {
         // A report like any other: through the outbox, kept until the service takes it.
         await this.outbox(signal).post({ kind: 'operator', method: 'PUT', path: `/clusters/${clusterId}/monitored-operators`, body: { name, version: '', status, status_info: '' } });
       },
+      // Logs and their progress go through the outbox too, in order with the rest: the archive made
+      // before the reboot is the only copy of the discovery system's journal.
       uploadLogs: async (tgz: Buffer, meta: Record<string, unknown>) => {
         const cluster = String(meta.cluster_id ?? '');
         if (!cluster) throw new Error('logs need a cluster_id to be uploaded to');
-        const r = await this.client.upload(`/clusters/${cluster}/logs?logs_type=host&infra_env_id=${this.cfg.infraEnvId}&host_id=${this.hostId}`, `${this.hostId}.tar.gz`, tgz, signal);
+        const logsPath = `/clusters/${cluster}/logs?logs_type=host&infra_env_id=${this.cfg.infraEnvId}&host_id=${this.hostId}`;
+        const { answer: r } = await this.outbox(signal).post({ kind: 'logs', method: 'POST', path: logsPath, body: undefined, file: { name: `${this.hostId}.tar.gz`, bytes: tgz } });
+        if (!r) return this.log.warn('logs kept in the outbox until the service takes them', { bytes: tgz.length, reason: meta.reason });
         if (r.status !== 204) throw new Error(`the service refused the logs upload (HTTP ${r.status}): ${r.text.slice(0, 300)}`);
         this.log.info('logs uploaded', { bytes: tgz.length, reason: meta.reason });
       },
       logsProgress: async (state: string) => {
-        await this.client.request('PUT', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/logs-progress`, { logs_state: state }, signal);
+        await this.outbox(signal).post({ kind: 'logs-progress', method: 'PUT', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/logs-progress`, body: { logs_state: state } });
       },
       uploadControllerLogs: async (clusterId: string, tgz: Buffer) => {
-        await this.client.request('PUT', `/clusters/${clusterId}/logs-progress`, { logs_state: 'requested' }, signal);
-        const r = await this.client.upload(`/clusters/${clusterId}/logs?logs_type=controller`, 'controller.tar.gz', tgz, signal);
+        await this.outbox(signal).post({ kind: 'logs-progress', method: 'PUT', path: `/clusters/${clusterId}/logs-progress`, body: { logs_state: 'requested' } });
+        const { answer: r } = await this.outbox(signal).post({ kind: 'logs', method: 'POST', path: `/clusters/${clusterId}/logs?logs_type=controller`, body: undefined, file: { name: 'controller.tar.gz', bytes: tgz } });
+        if (!r) return this.log.warn('controller logs kept in the outbox until the service takes them', { bytes: tgz.length });
         if (r.status !== 204) throw new Error(`the service refused the controller logs upload (HTTP ${r.status}): ${r.text.slice(0, 300)}`);
         this.log.info('controller logs uploaded', { bytes: tgz.length });
       },

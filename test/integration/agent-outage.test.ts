@@ -2,8 +2,9 @@
  * The service away mid-install (an API restart, a database failover: to the
  * agent, connections refused) for longer than the agent's request retries:
  * nothing the agent reports is dropped. Its outbox keeps the progress
- * reports and sends them, in order, once the service is back, and the
- * install finishes with no person acting.
+ * reports and the logs it uploads before rebooting, and sends them, in
+ * order, once the service is back, and the install finishes with no person
+ * acting.
  */
 import net from 'node:net';
 import path from 'node:path';
@@ -59,9 +60,10 @@ it('keeps the progress reports of a service outage longer than the request retri
     await waitClusterStatus(h, cluster.id, ['ready'], 60000);
     expect((await call('POST', `${h.api.base}/clusters/${cluster.id}/actions/install`)).status).toBe(202);
     await eventually(async () => ((await call('GET', `${h.api.base}/clusters/${cluster.id}`)).body.hosts[0]?.progress?.current_stage === 'Installing' ? true : undefined), 60000, 'the host installing');
-    // Away for 12 s: past the agent's three request retries (about 7 s), while it goes through more stages.
+    // Away for 20 s: past the agent's three request retries (about 7 s), while it goes through more stages,
+    // Rebooting among them (at most 10 s in), and 7 s of retries of what it sends then (its logs) after that.
     front.setDown(true);
-    await new Promise((r) => setTimeout(r, 12000));
+    await new Promise((r) => setTimeout(r, 20000));
     const during = (await call('GET', `${h.api.base}/clusters/${cluster.id}`)).body.hosts[0].progress.current_stage;
     front.setDown(false);
     const installed = await waitClusterStatus(h, cluster.id, ['installed'], 120000);
@@ -72,6 +74,9 @@ it('keeps the progress reports of a service outage longer than the request retri
     expect(stages).toEqual(STAGES_BY_ROLE.sno.filter((s) => s !== 'Copying registry data to disk'));
     // The outage covered stages: the service's view had stopped short of the end while the host went on.
     expect(stages.indexOf(during)).toBeLessThan(stages.length - 2);
+    // Rebooting, and the logs upload that goes before it, fell in the outage: the logs arrived all the same.
+    expect(stages.indexOf(during)).toBeLessThan(stages.indexOf('Rebooting'));
+    expect(installed.hosts[0].logs_info).toBe('completed');
   } finally {
     stop.abort();
     front.setDown(false);

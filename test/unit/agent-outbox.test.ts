@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Outbox, type OutboxItem } from '../../agent/outbox';
 import type { HttpAnswer } from '../../agent/service-client';
@@ -75,6 +75,29 @@ describe('agent outbox', () => {
     await second.flush();
     expect(up.delivered).toEqual(['Installing', 'Writing image to disk', 'Rebooting']);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual([]);
+  });
+
+  it('keeps a logs archive beside its list (not in it) while the service is away, and a restarted agent sends its bytes, in order', async () => {
+    const dir = tempDir('outbox');
+    const stop = new AbortController();
+    const archive = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 251));
+    const logs: OutboxItem = { kind: 'logs', method: 'POST', path: '/clusters/c/logs?logs_type=host', body: undefined, file: { name: 'h.tar.gz', bytes: archive } };
+    const first = new Outbox(flakyService(Number.MAX_SAFE_INTEGER).send, { dir, name: 'outbox-ie', baseMs: 1, capMs: 2, signal: stop.signal });
+    await first.post(progress('Rebooting'));
+    expect((await first.post(logs)).answer).toBeUndefined();
+    stop.abort();
+    await first.flush();
+    const list = readFileSync(path.join(dir, 'outbox-ie.json'), 'utf8');
+    expect(list.length).toBeLessThan(1000);
+    expect(readdirSync(dir).filter((f) => f.startsWith('outbox-ie-file-'))).toHaveLength(1);
+
+    const sent: Array<{ kind: string; bytes?: Buffer }> = [];
+    const second = new Outbox(async (item) => (sent.push({ kind: item.kind, bytes: item.file?.bytes }), answer(204)), { dir, name: 'outbox-ie', baseMs: 1, capMs: 2 });
+    await second.flush();
+    expect(sent.map((x) => x.kind)).toEqual(['progress', 'logs']);
+    expect(sent[1]!.bytes?.equals(archive)).toBe(true);
+    // Delivered: off the list and off the disk.
+    expect(readdirSync(dir).filter((f) => f.startsWith('outbox-ie-file-'))).toEqual([]);
   });
 });
 
