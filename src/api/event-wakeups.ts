@@ -15,6 +15,7 @@ export class EventWakeups {
   private waiters = new Set<() => void>();
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  private notified = 0;
 
   constructor(
     private readonly databaseUrl: string,
@@ -51,13 +52,24 @@ export class EventWakeups {
   }
 
   private wakeAll(): void {
+    this.notified++;
     const ws = [...this.waiters];
     this.waiters.clear();
     for (const w of ws) w();
   }
 
-  /** Resolves at the next event recorded anywhere, or after `ms` at the latest. */
-  wait(ms: number): Promise<void> {
+  /**
+   * Counts wake-ups. A stream reads it before its query and passes it to wait(): an event
+   * committed while the query ran (too late for its snapshot) has already sent its
+   * notification, and must not leave the stream asleep until the next one or the poll.
+   */
+  get generation(): number {
+    return this.notified;
+  }
+
+  /** Resolves at the next event recorded anywhere (at once if one was since `generation`), or after `ms` at the latest. */
+  wait(ms: number, generation?: number): Promise<void> {
+    if (generation !== undefined && generation !== this.notified) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);

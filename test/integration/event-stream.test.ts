@@ -1,6 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- SSE payloads are read loosely */
 import http from 'node:http';
 import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+import { EventWakeups } from '../../src/api/event-wakeups';
+import { eventually } from '../support/services';
 
 /** The live event stream: new events arrive as SSE, and a reconnect resumes after Last-Event-ID. */
 let h: ApiHarness;
@@ -104,4 +106,68 @@ describe('GET /v2/events/stream', () => {
     delays.sort((a, b) => a - b);
     expect(delays[2]).toBeLessThan(300);
   });
+
+  // A user event of a cluster, written straight into the table (as any transaction of the service writes one).
+  const userEvent = (q: any, clusterId: string, message: string) => q('events').insert({ name: 'user_event', severity: 'info', category: 'user', message, cluster_id: clusterId });
+  const messages = (events: Array<{ name: string; data: any }>) => events.filter((e) => e.name === 'user_event').map((e) => e.data.message);
+
+  it('never skips an event whose transaction commits after a later seq was seen, and does not stall on one rolled back', async () => {
+    const c = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-gap', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    const stream = readStream(`${h.base}/events/stream?cluster_id=${c.id}`, {}, (ev) => messages(ev).includes('last'), 20000);
+    await new Promise((r) => setTimeout(r, 300));
+    const slow = await h.db.transaction();
+    await userEvent(slow, c.id, 'slow'); // seq n, visible only at its commit
+    await userEvent(h.db, c.id, 'fast'); // seq n+1, visible now
+    const doomed = await h.db.transaction();
+    await userEvent(doomed, c.id, 'rolled back'); // seq n+2, never visible
+    await userEvent(h.db, c.id, 'after the rollback');
+    await new Promise((r) => setTimeout(r, 500));
+    await doomed.rollback();
+    await slow.commit();
+    await userEvent(h.db, c.id, 'last');
+    const events = await stream;
+    expect(messages(events)).toEqual(['slow', 'fast', 'after the rollback', 'last']);
+    const ids = events.map((e) => Number(e.id));
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+  });
+
+  it('after=latest also delivers the events of a transaction in flight at the open, which commit later with a lower seq', async () => {
+    const c = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-late', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    const inFlight = await h.db.transaction();
+    await userEvent(inFlight, c.id, 'in flight at the open');
+    await userEvent(h.db, c.id, 'before the open');
+    const stream = readStream(`${h.base}/events/stream?after=latest`, {}, (ev) => messages(ev).includes('after the open'), 20000);
+    await new Promise((r) => setTimeout(r, 300));
+    await inFlight.commit();
+    await userEvent(h.db, c.id, 'after the open');
+    expect(messages(await stream)).toEqual(['in flight at the open', 'after the open']);
+  });
+
+  it('a wake-up that came while the stream was reading is not lost (the stream does not sleep until the poll)', async () => {
+    const w = new EventWakeups(h.pg.url);
+    w.start();
+    try {
+      await eventually(async () => w.generation > 0, 10000, 'LISTEN connected');
+      const before = w.generation;
+      await h.db.raw('notify landfall_events');
+      await eventually(async () => w.generation > before, 10000, 'notification');
+      const t0 = Date.now();
+      await w.wait(5000, before);
+      expect(Date.now() - t0).toBeLessThan(1000);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("an event's time is when it was recorded, not when its transaction began", async () => {
+    const c = (await call('POST', `${h.base}/clusters`, { body: { name: 'sse-time', openshift_version: '1.31', pull_secret: PULL_SECRET } })).body;
+    const trx = await h.db.transaction();
+    await trx.raw('select pg_sleep(0.4)'); // a transaction that waited (a lock) before deciding
+    const decided = Date.now();
+    await userEvent(trx, c.id, 'decided late');
+    await trx.commit();
+    const row = await h.db('events').where({ cluster_id: c.id, message: 'decided late' }).first();
+    expect(new Date(row.event_time).getTime()).toBeGreaterThanOrEqual(decided - 50);
+  });
 });
+
