@@ -9,6 +9,7 @@ import { LandfallError, isLandfallNotFound, type Json } from './landfall-client'
 import { agentConditions, mergeConditions, type AgentFacts } from './conditions';
 import { ensureFinalizer, qkey, removeFinalizer, writeStatus, type OperatorContext } from './context';
 import { FINALIZER, INFRAENV_LABEL, RT } from './resources';
+import { infraEnvIdOf } from './infra-env-reconciler';
 import { agentInventory, failingValidations, hostDrift, hostParams, parseJson, specHash } from './spec-mapping';
 
 const PRE_INSTALL = ['discovering', 'known', 'insufficient', 'pending-for-input', 'disconnected'];
@@ -19,7 +20,7 @@ export async function reconcileAgent(ctx: OperatorContext, agentKey: string): Pr
   let agent = ctx.cache.get(RT.agent, agentKey) ?? (await ctx.kube.find(RT.agent, ns, name));
   if (!agent) return;
   const ieName = agent.metadata.labels?.[INFRAENV_LABEL];
-  const infraEnvId = ieName ? ctx.infraEnvs.idOf(`${ns}/${ieName}`) : undefined;
+  const infraEnvId = ieName ? await infraEnvIdOf(ctx, `${ns}/${ieName}`) : undefined;
 
   if (agent.metadata.deletionTimestamp) {
     if (infraEnvId) await ctx.landfall.deleteHost(infraEnvId, name);

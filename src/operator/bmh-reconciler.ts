@@ -12,6 +12,7 @@ import { LandfallError, isLandfallNotFound, type Json } from './landfall-client'
 import { ensureFinalizer, removeFinalizer, writeStatus, type OperatorContext } from './context';
 import { FINALIZER, INFRAENV_LABEL, RT } from './resources';
 import { specHash } from './spec-mapping';
+import { infraEnvIdOf } from './infra-env-reconciler';
 
 /** Landfall's enrolment status as Metal3's provisioning state. */
 const STATE: Record<string, string> = { enrolling: 'registering', booting: 'provisioning', attached: 'provisioned', failed: 'registering' };
@@ -26,7 +27,8 @@ export async function reconcileBareMetalHost(ctx: OperatorContext, bmhKey: strin
   let bmh = await ctx.kube.find(RT.bareMetalHost, ns, name);
   if (!bmh) return;
   const ieName = bmh.metadata.labels?.[INFRAENV_LABEL];
-  const infraEnvId = ieName ? ctx.infraEnvs.idOf(`${ns}/${ieName}`) : undefined;
+  // Looked up when not indexed yet (after a restart), rather than reported as waiting for a moment.
+  const infraEnvId = ieName ? await infraEnvIdOf(ctx, `${ns}/${ieName}`) : undefined;
   const address = String(bmh.spec?.bmc?.address ?? '');
 
   if (bmh.metadata.deletionTimestamp) {

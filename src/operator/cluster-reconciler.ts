@@ -35,8 +35,8 @@ export function aciOf(ctx: OperatorContext, cd: KubeObject): KubeObject | undefi
   return ctx.cache.list(RT.agentClusterInstall, ns).find((a) => a.spec?.clusterDeploymentRef?.name === cd.metadata.name);
 }
 
-/** The Landfall cluster of a ClusterDeployment: from the index, else found by its tag. */
-async function findClusterId(ctx: OperatorContext, cd: KubeObject): Promise<string | undefined> {
+/** The Landfall cluster of a ClusterDeployment: from the index, else found by its tag (after a restart the index is empty). */
+export async function findClusterId(ctx: OperatorContext, cd: KubeObject): Promise<string | undefined> {
   const k = key(cd);
   const known = ctx.clusters.idOf(k);
   if (known) return known;

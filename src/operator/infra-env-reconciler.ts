@@ -13,15 +13,25 @@ import { infraEnvConditions, mergeConditions } from './conditions';
 import { ensureFinalizer, qkey, removeFinalizer, writeStatus, type OperatorContext } from './context';
 import { FINALIZER, INFRAENV_LABEL, RT, key } from './resources';
 import { bareMetalHostsOf } from './bmh-reconciler';
+import { findClusterId } from './cluster-reconciler';
 import { SpecError, infraEnvName, infraEnvParams, pullSecretOf, selectsNmState, specHash } from './spec-mapping';
 
-async function findInfraEnvId(ctx: OperatorContext, ie: KubeObject): Promise<string | undefined> {
+/** The Landfall infra-env of an InfraEnv: from the index, else found by its name (after a restart the index is empty). */
+export async function findInfraEnvId(ctx: OperatorContext, ie: KubeObject): Promise<string | undefined> {
   const k = key(ie);
   const known = ctx.infraEnvs.idOf(k);
   if (known) return known;
   const found = (await ctx.landfall.listInfraEnvs()).find((x: Json) => x.name === infraEnvName(ie));
   if (found) ctx.infraEnvs.set(found.id, k);
   return found?.id;
+}
+
+/** The Landfall id of the InfraEnv `ns/name` (from the index, else looked up), if it has one yet. */
+export async function infraEnvIdOf(ctx: OperatorContext, ieKey: string): Promise<string | undefined> {
+  const known = ctx.infraEnvs.idOf(ieKey);
+  if (known) return known;
+  const ie = ctx.cache.get(RT.infraEnv, ieKey);
+  return ie && !ie.metadata.deletionTimestamp ? findInfraEnvId(ctx, ie) : undefined;
 }
 
 export async function reconcileInfraEnv(ctx: OperatorContext, ieKey: string): Promise<void> {
@@ -54,7 +64,10 @@ export async function reconcileInfraEnv(ctx: OperatorContext, ieKey: string): Pr
     let clusterId: string | undefined;
     const ref = ie.spec?.clusterRef as { name?: string; namespace?: string } | undefined;
     if (ref?.name) {
-      clusterId = ctx.clusters.idOf(`${ref.namespace ?? ns}/${ref.name}`);
+      const cdKey = `${ref.namespace ?? ns}/${ref.name}`;
+      // Not indexed yet after a restart: found by its tag, rather than reported missing for a moment.
+      const cd = ctx.clusters.idOf(cdKey) ? undefined : ctx.cache.get(RT.clusterDeployment, cdKey);
+      clusterId = ctx.clusters.idOf(cdKey) ?? (cd ? await findClusterId(ctx, cd) : undefined);
       // The cluster reconcile wakes this InfraEnv once it has made the cluster.
       if (!clusterId) throw new SpecError(`waiting for ClusterDeployment ${ref.namespace ?? ns}/${ref.name} to have its Landfall cluster`);
     }

@@ -148,9 +148,13 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
               first = false;
             },
             onEvent: (type: WatchEventType, obj) => {
+              // The version it replaces wakes its own dependents too: an NMStateConfig relabelled out of a
+              // selector, an Agent moved to another cluster, still concern the ones they left.
+              const prev = ctx.cache.get(rt, key(obj));
               if (type === 'DELETED') ctx.cache.remove(rt, obj);
               else ctx.cache.put(rt, obj);
               enqueueFor(rt, obj);
+              if (prev) enqueueFor(rt, prev);
             },
             onError: (err) => log.warn({ resource: rt.plural, err: err.message }, 'watch failed; listing again'),
           },
@@ -193,7 +197,10 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
   let streamUp = false;
   const events = landfall.followEvents(onLandfallEvent, abort.signal, {
     onConnected: () => {
-      if (streamUp) resyncAll(); // reconnected: events may have been missed meanwhile
+      // Every (re)connect, the first too: the stream starts at "now", and what changed between a
+      // reconcile that ran before it (the first lists) and now was carried by no event we will see.
+      resyncAll();
+      if (streamUp) log.info('landfall event stream reconnected; resynced');
       streamUp = true;
     },
     onError: (err) => {
@@ -222,7 +229,21 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
     }
   };
   const c = o.concurrency ?? 4;
-  const workers = queue.run({ cluster: Math.max(1, c >> 1), infraenv: Math.max(1, c >> 1), agent: c * 2, host: Math.max(1, c >> 1), bmh: 1 }, handle);
+  // Reconciles start once every watch has listed: one that ran before its InfraEnv was in the cache would
+  // find no Landfall id to work with (after a restart) and leave the Agent or BareMetalHost unrefreshed, or
+  // report it as waiting. A list that cannot complete (a kind whose CRD is not installed) delays them 30 s at most.
+  let cacheWait: NodeJS.Timeout | undefined;
+  const cachesSynced = Promise.race([
+    synced,
+    new Promise<void>((r) => abort.signal.addEventListener('abort', () => r())),
+    new Promise<void>((r) => {
+      cacheWait = setTimeout(() => {
+        log.warn('not every watch has listed after 30 s; reconciling anyway');
+        r();
+      }, 30_000);
+    }),
+  ]).finally(() => clearTimeout(cacheWait));
+  const workers = cachesSynced.then(() => queue.run({ cluster: Math.max(1, c >> 1), infraenv: Math.max(1, c >> 1), agent: c * 2, host: Math.max(1, c >> 1), bmh: 1 }, handle));
   log.info({ namespaces: o.namespaces.length ? o.namespaces : 'all', resyncMs: o.resyncMs, landfall: o.landfallUrl, kube: o.kube.server }, 'operator started');
 
   return {

@@ -93,7 +93,8 @@ export function infraEnvParams(ie: KubeObject, pullSecret: string, clusterId: st
   if (s.proxy) body.proxy = { http_proxy: s.proxy.httpProxy, https_proxy: s.proxy.httpsProxy, no_proxy: s.proxy.noProxy };
   if (Array.isArray(s.kernelArguments) && s.kernelArguments.length) body.kernel_arguments = s.kernelArguments.map((k: Json) => ({ operation: k.operation ?? 'append', value: k.value }));
   if (s.additionalTrustBundle) body.additional_trust_bundle = s.additionalTrustBundle;
-  if (nmStateConfigs.length) {
+  // With a selector, always sent: when the last selected NMStateConfig goes, the empty list clears what it set.
+  if (nmStateConfigs.length || Object.keys(s.nmStateConfigLabelSelector?.matchLabels ?? {}).length) {
     body.static_network_config = [...nmStateConfigs]
       .sort((x, y) => x.metadata.name.localeCompare(y.metadata.name))
       .map((n) => ({

@@ -7,6 +7,8 @@
  * APIs, as in production; the hosts are simulated (`landfall fleet`'s agent loop).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { runFleet } from '../../agent/fleet';
 import { KubeClient, type KubeObject } from '../../src/operator/kube-client';
@@ -32,13 +34,13 @@ let operator: ChildProcess | undefined;
 const operatorLog: Array<{ msg: string; [k: string]: unknown }> = [];
 const watches = new AbortController();
 
-function startOperator(): ChildProcess {
+function startOperator(landfallUrl = h.api.url): ChildProcess {
   const child = spawn(process.execPath, [MAIN, 'operator'], {
     env: {
       PATH: process.env.PATH!,
       HOME: process.env.HOME!,
       OPERATOR_KUBECONFIG: apiserver.kubeconfigPath,
-      OPERATOR_LANDFALL_URL: h.api.url,
+      OPERATOR_LANDFALL_URL: landfallUrl,
       // An hour: anything this suite sees happen was woken by an event, not by the resync.
       OPERATOR_RESYNC_MS: '3600000',
       LOG_LEVEL: 'info',
@@ -68,8 +70,8 @@ function startOperator(): ChildProcess {
 const get = (rt: (typeof RT)[keyof typeof RT], ns: string, name: string) => kube.find(rt, ns, name);
 const cond = (o: KubeObject | undefined, type: string) => (o?.status?.conditions ?? []).find((c: any) => c.type === type);
 
-/** Records each condition's (status, reason) every time it changes, per resource. */
-function recordTransitions(ns: string): Map<string, string[]> {
+/** Records each condition's (status, reason) every time it changes, per resource of a kind. */
+function recordTransitions(ns: string, rt: (typeof RT)[keyof typeof RT] = RT.agentClusterInstall): Map<string, string[]> {
   const seen = new Map<string, string[]>();
   const last = new Map<string, string>();
   const record = (o: KubeObject) => {
@@ -81,8 +83,29 @@ function recordTransitions(ns: string): Map<string, string[]> {
       seen.set(k, [...(seen.get(k) ?? []), v]);
     }
   };
-  void kube.listWatch(RT.agentClusterInstall, ns, { onList: (items) => items.forEach(record), onEvent: (_t, o) => record(o) }, watches.signal);
+  void kube.listWatch(rt, ns, { onList: (items) => items.forEach(record), onEvent: (_t, o) => record(o) }, watches.signal);
   return seen;
+}
+
+/** A proxy to Landfall that records every request and holds the event stream's until released. */
+async function holdingProxy(target: string) {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    void (req.url!.includes('/events/stream') ? released : Promise.resolve()).then(() => {
+      const up = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      res.on('close', () => up.destroy());
+      req.pipe(up);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests, release, close: () => new Promise((r) => server.close(r)).then(() => server.closeAllConnections()) };
 }
 
 beforeAll(async () => {
@@ -112,6 +135,8 @@ describe('landfall operator on a real kube-apiserver', () => {
 
   it('installs the 3+2 cluster of deploy/examples/ztp-3-2: approval gates it, a SIGKILLed operator finishes it once, the kubeconfig lands in a Secret', async () => {
     const transitions = recordTransitions(NS);
+    const agentTransitions = recordTransitions(NS, RT.agent);
+    const infraEnvTransitions = recordTransitions(NS, RT.infraEnv);
     await applyObjects(kube, readKustomization(EXAMPLE));
 
     // The InfraEnv gets its ISO URL, and the cluster exists in Landfall, readable through REST.
@@ -142,6 +167,19 @@ describe('landfall operator on a real kube-apiserver', () => {
       expect(cond(a, 'Validated')).toMatchObject({ status: 'True', reason: 'ValidationsPassing' });
     }
     await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.reason === 'UnapprovedAgents', 30000, 'UnapprovedAgents');
+
+    // An Agent's spec reaches its Landfall host: role, hostname, installation disk (a worker's second disk).
+    const w = agents.find((a) => a.status.inventory.disks.length === 2)!;
+    const second = w.status.inventory.disks.find((d: any) => d.id !== w.status.installation_disk_id && d.installationEligibility.eligible);
+    expect(second).toBeDefined();
+    await kube.mergePatch(RT.agent, NS, w.metadata.name, { spec: { role: w.status.role, hostname: 'edge-1-worker-a', installation_disk_id: second.id } });
+    const hostOfW = await eventually(async () => {
+      const x = (await call('GET', `${h.api.base}/infra-envs/${infraEnvId}/hosts/${w.metadata.name}`)).body;
+      return x.requested_hostname === 'edge-1-worker-a' && x.installation_disk_id === second.id ? x : undefined;
+    }, 30000, 'Agent spec in Landfall');
+    expect(hostOfW.role).toBe(w.status.role);
+    await eventually(async () => (await get(RT.agent, NS, w.metadata.name))?.status?.installation_disk_id === second.id, 30000, 'Agent status shows the disk');
+    expect(cond(await get(RT.agent, NS, w.metadata.name), 'SpecSynced')).toMatchObject({ status: 'True', reason: 'SyncOK' });
     for (const a of agents.slice(0, 4)) await kube.mergePatch(RT.agent, NS, a.metadata.name, { spec: { approved: true } });
     await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.message === 'The installation is pending on the approval of 1 agents', 30000, 'one agent left to approve');
     expect((await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.status).toBe('ready');
@@ -180,6 +218,32 @@ describe('landfall operator on a real kube-apiserver', () => {
     const val = t('Validated')!;
     expect(val[0]).toMatch(/^False\/(ValidationsFailing|ValidationsUserPending)$/);
     expect(val.at(-1)).toBe('True/ValidationsPassing');
+    for (const v of val) expect(['False/ValidationsFailing', 'False/ValidationsUserPending', 'True/ValidationsPassing']).toContain(v);
+
+    // Every Agent's conditions, in order.
+    await eventually(async () => agents.every((a) => agentTransitions.get(`${a.metadata.name}/Installed`)?.at(-1) === 'True/InstallationCompleted'), 30000, 'Agents Installed');
+    for (const a of agents) {
+      const at = (type: string) => agentTransitions.get(`${a.metadata.name}/${type}`);
+      expect(at('SpecSynced')).toEqual(['True/SyncOK']);
+      expect(at('Connected')).toEqual(['True/AgentIsConnected']);
+      expect(at('Bound')).toEqual(['True/Bound']);
+      expect(at('Installed')).toEqual(['False/InstallationNotStarted', 'False/InstallationInProgress', 'True/InstallationCompleted']);
+      const rm = at('RequirementsMet')!;
+      // Discovery, then the approval gate, then (if the Agent was written between approval and the install) ready, then the install.
+      expect(rm.slice(-2)).toEqual(['True/AgentAlreadyInstalling', 'True/AgentInstallationStopped']);
+      expect(rm).toContain('False/AgentIsNotApproved');
+      const before = rm.slice(0, -2);
+      for (const v of before) expect(['False/AgentNotReady', 'False/AgentIsNotApproved', 'True/AgentIsReady']).toContain(v);
+      // Ready, when shown, only after approval: never followed by an unapproved state.
+      if (before.includes('True/AgentIsReady')) expect(before.slice(before.indexOf('True/AgentIsReady') + 1).every((v) => v === 'True/AgentIsReady')).toBe(true);
+      const av = at('Validated')!;
+      for (const v of av) expect(['Unknown/ValidationsUnknown', 'False/ValidationsFailing', 'False/ValidationsUserPending', 'True/ValidationsPassing']).toContain(v);
+      expect(av.at(-1)).toBe('True/ValidationsPassing');
+    }
+    // The InfraEnv: its image waits for the cluster at most, then exists.
+    const img = infraEnvTransitions.get('edge-1/ImageCreated')!;
+    expect(img.at(-1)).toBe('True/ImageCreated');
+    for (const v of img.slice(0, -1)) expect(v).toBe('False/ImageCreationError');
 
     // No duplicate action across the kill: one install start in Landfall, one in the operators' logs.
     const events = (await call('GET', `${h.api.base}/events?cluster_id=${clusterId}`)).body as any[];
@@ -253,6 +317,44 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect((await call('GET', `${h.api.base}/clusters/${id}`)).body.api_vips.map((v: any) => v.ip)).toEqual(['192.168.127.241']);
   });
 
+  it('NMStateConfigs chosen by the InfraEnv\'s label selector become its static network; relabelled or deleted ones leave it', async () => {
+    const ns = 'ztp-nmstate';
+    const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
+    const nmstate = (name: string, site: string, mac: string, ip: string): KubeObject => ({
+      apiVersion: 'agent-install.landfall.io/v1beta1',
+      kind: 'NMStateConfig',
+      metadata: { name, namespace: ns, labels: { site } },
+      spec: { config: { interfaces: [{ name: 'eth0', type: 'ethernet', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip, 'prefix-length': 24 }] } }] }, interfaces: [{ name: 'eth0', macAddress: mac }] },
+    });
+    await applyObjects(kube, [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      { ...secret, metadata: { ...secret.metadata, namespace: ns } },
+      nmstate('host-a', 'a', '52:54:00:aa:00:01', '192.168.127.31'),
+      nmstate('host-b', 'b', '52:54:00:bb:00:02', '192.168.127.32'),
+      { apiVersion: 'agent-install.landfall.io/v1beta1', kind: 'InfraEnv', metadata: { name: 'site-a', namespace: ns }, spec: { pullSecretRef: { name: 'pull-secret' }, nmStateConfigLabelSelector: { matchLabels: { site: 'a' } } } },
+    ]);
+    const ieId = await eventually(async () => (await get(RT.infraEnv, ns, 'site-a'))?.status?.landfall?.infraEnvID as string | undefined, 60000, 'infra-env');
+    const macs = async () => {
+      const raw = (await call('GET', `${h.api.base}/infra-envs/${ieId}`)).body.static_network_config as string | undefined;
+      return (raw ? (JSON.parse(raw) as any[]) : []).flatMap((c) => c.mac_interface_map.map((m: any) => m.mac_address)).sort().join(',');
+    };
+    // Only the labelled one; its nmstate YAML as the resource has it.
+    await eventually(async () => (await macs()) === '52:54:00:aa:00:01', 30000, 'static network of host-a');
+    expect(JSON.parse((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).body.static_network_config)[0].network_yaml).toContain('192.168.127.31');
+    // Relabelled into the selector: its watch wakes the InfraEnv, which applies both.
+    await kube.mergePatch(RT.nmStateConfig, ns, 'host-b', { metadata: { labels: { site: 'a' } } });
+    await eventually(async () => (await macs()) === '52:54:00:aa:00:01,52:54:00:bb:00:02', 30000, 'static network of both');
+    // Deleted, then relabelled out: the last one leaving empties it (it was kept).
+    await kube.delete(RT.nmStateConfig, ns, 'host-a');
+    await eventually(async () => (await macs()) === '52:54:00:bb:00:02', 30000, 'host-a gone');
+    await kube.mergePatch(RT.nmStateConfig, ns, 'host-b', { metadata: { labels: { site: 'b' } } });
+    await eventually(async () => (await macs()) === '', 30000, 'no static network left');
+    expect(cond(await get(RT.infraEnv, ns, 'site-a'), 'ImageCreated')).toMatchObject({ status: 'True', reason: 'ImageCreated' });
+    await kube.delete(RT.infraEnv, ns, 'site-a');
+    await eventually(async () => !(await get(RT.infraEnv, ns, 'site-a')), 30000, 'InfraEnv gone');
+    expect((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).status).toBe(404);
+  });
+
   it('a BareMetalHost enrols its machine by its BMC; the host that boots from it gets an approved Agent; deleting it unenrols', async () => {
     const ns = 'ztp-bmh';
     const machine = simulatedIdentity('ztp-bmh', 0);
@@ -301,6 +403,49 @@ describe('landfall operator on a real kube-apiserver', () => {
     await kube.delete(RT.infraEnv, ns, 'bm');
     await eventually(async () => !(await get(RT.infraEnv, ns, 'bm')), 30000, 'InfraEnv gone');
     expect((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).status).toBe(404);
+  });
+
+  it('a restarted operator catches up with what changed before its event stream opened (it resyncs on connecting)', async () => {
+    const ns = 'ztp-restart';
+    const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
+    await applyObjects(kube, [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      { ...secret, metadata: { ...secret.metadata, namespace: ns } },
+      { apiVersion: 'agent-install.landfall.io/v1beta1', kind: 'InfraEnv', metadata: { name: 'r', namespace: ns }, spec: { pullSecretRef: { name: 'pull-secret' } } },
+    ]);
+    const ieId = await eventually(async () => (await get(RT.infraEnv, ns, 'r'))?.status?.landfall?.infraEnvID as string | undefined, 60000, 'infra-env');
+    const stop = new AbortController();
+    void runFleet({ serviceUrl: h.api.url, infraEnvId: ieId, count: 1, mix: 'worker', seed: 'ztp-restart', durationSeconds: 120, pollIntervalSeconds: 0.5, rampSeconds: 0 }, stop.signal);
+    const hostId = simulatedIdentity('ztp-restart', 0).id;
+    try {
+      await eventually(async () => (await get(RT.agent, ns, hostId))?.status?.debugInfo?.state, 60000, 'Agent with its host status');
+    } finally {
+      stop.abort();
+    }
+
+    // Restarted, its event stream held back: it lists and reconciles everything first (the Agent among them).
+    operator!.kill('SIGKILL');
+    await new Promise((r) => operator!.once('exit', r));
+    const proxy = await holdingProxy(h.api.url);
+    try {
+      operator = startOperator(proxy.url);
+      const read = (path: string) => proxy.requests.some((r) => r.startsWith(`GET /api/assisted-install/v2${path}`));
+      await eventually(async () => read(`/infra-envs/${ieId}/hosts/${hostId}`) && read(`/infra-envs/${ieId}/hosts`), 60000, 'first reconcile of the Agent and its InfraEnv').catch((e: Error) => {
+        throw new Error(`${e.message}; requests ${JSON.stringify(proxy.requests.slice(-10))}; operator log ${JSON.stringify(operatorLog.slice(-5))}`);
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      // The host goes while the stream is not open yet: its event is older than the stream's "latest".
+      expect((await call('DELETE', `${h.api.base}/infra-envs/${ieId}/hosts/${hostId}`)).status).toBe(204);
+      proxy.release();
+      await eventually(async () => !(await get(RT.agent, ns, hostId)), 30000, 'the Agent of the deleted host gone');
+    } finally {
+      operator!.kill('SIGKILL');
+      await new Promise((r) => operator!.once('exit', r));
+      await proxy.close();
+      operator = startOperator();
+    }
+    await kube.delete(RT.infraEnv, ns, 'r');
+    await eventually(async () => !(await get(RT.infraEnv, ns, 'r')), 30000, 'InfraEnv gone');
   });
 
   it('deleting the resources deletes the Landfall clusters and infra-env (finalizers)', async () => {
