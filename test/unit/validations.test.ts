@@ -133,6 +133,15 @@ describe('day-2 host validations', () => {
     expect(check('reaches-cluster-nodes', newcomer, cluster([...ns.filter((n) => n.id !== 'n2'), newcomer], { day2: true })).status).toBe('success');
     expect(check('reaches-cluster-nodes', host('h1'), c).message).toBe('Not a host joining an installed cluster');
   });
+  it('has-cpu-cores-for-role and has-memory-for-role check a host joining a single-node cluster as the worker it becomes, not as the single node', () => {
+    const node = host('n1', { status: 'installed', role: 'master' });
+    const newcomer = host('h9', { day2: true, role: 'worker', cpu: 4, ramGiB: 8 });
+    const sno = cluster([node, newcomer], { day2: true, controlPlaneCount: 1 });
+    expect(check('has-cpu-cores-for-role', newcomer, sno).status).toBe('success');
+    expect(check('has-memory-for-role', newcomer, sno).status).toBe('success');
+    // The single node itself still needs what a single node needs.
+    expect(check('has-cpu-cores-for-role', host('s1', { cpu: 4, ramGiB: 8 }), cluster([host('s1', { cpu: 4, ramGiB: 8 })], { controlPlaneCount: 1 })).status).toBe('failure');
+  });
   it('compatible-with-cluster-release checks the architecture against the release', () => {
     const arm = host('h9', { day2: true });
     arm.inventory = { ...arm.inventory!, cpu: { ...arm.inventory!.cpu, architecture: 'aarch64' } };

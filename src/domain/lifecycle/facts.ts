@@ -82,6 +82,8 @@ export function parseJson<T>(text: string | null | undefined): T | undefined {
 
 /** The role a host is checked against: its set role, or the suggestion while auto-assign. */
 export function effectiveRole(h: HostFacts, cluster?: ClusterFacts): 'master' | 'worker' | 'arbiter' | 'sno' {
+  // A host added to a running cluster joins it as a worker, a single-node one too (assisted-service installs day-2 hosts as workers).
+  if (h.day2) return 'worker';
   if (cluster?.controlPlaneCount === 1) return 'sno';
   const r = h.role === 'auto-assign' ? h.suggestedRole : h.role;
   return r === 'worker' ? 'worker' : r === 'arbiter' ? 'arbiter' : 'master';
