@@ -21,6 +21,7 @@ import { clusterConditions, clusterMayInstall, mergeConditions, type ClusterFact
 import { ensureFinalizer, qkey, removeFinalizer, writeStatus, type OperatorContext } from './context';
 import { FINALIZER, RT, key } from './resources';
 import { SpecError, clusterDrift, clusterParams, clusterTag, failingValidations, parseJson, pullSecretOf, specHash } from './spec-mapping';
+import { importCluster, installApprovedHosts, isDay2Cluster, openForNewHosts, wantsImport } from './day2';
 
 const PRE_INSTALL = ['insufficient', 'pending-for-input', 'ready'];
 
@@ -85,12 +86,16 @@ export async function reconcileCluster(ctx: OperatorContext, cdKey: string): Pro
     const desired = { ...clusterParams(cd, aci, pullSecret, Object.keys(versions), def), tags: clusterTag(cd.metadata.uid!) };
     const hash = specHash(desired);
     if (!cluster) {
-      cluster = await ctx.landfall.createCluster(desired);
+      // Already installed elsewhere (day 2): imported to grow it, not created.
+      const day2 = wantsImport(cd);
+      cluster = day2 ? await importCluster(ctx, cd, aci, desired) : await ctx.landfall.createCluster(desired);
       ctx.clusters.set(cluster.id, cdKey);
       applied = hash;
-      ctx.log.info({ resource: cdKey, clusterId: cluster.id }, 'cluster created');
+      ctx.log.info({ resource: cdKey, clusterId: cluster.id }, day2 ? 'cluster imported' : 'cluster created');
       // Its InfraEnvs were waiting for the cluster id.
       for (const ie of ctx.cache.list(RT.infraEnv, ns)) if (ie.spec?.clusterRef?.name === name) ctx.queue.add(qkey('infraenv', key(ie)));
+    } else if (cluster.imported === true) {
+      // Landfall did not install it: the day-1 fields of the spec neither apply nor drift.
     } else if (applied !== hash) {
       if (!PRE_INSTALL.includes(cluster.status)) throw new SpecError(`the cluster is ${cluster.status}: a changed spec applies only before the installation starts`);
       const { openshift_version: _v, tags: _t, ...patch } = desired;
@@ -135,7 +140,16 @@ export async function reconcileCluster(ctx: OperatorContext, cdKey: string): Pro
     facts.statusInfo = cluster.status_info;
   }
 
-  if (cluster?.status === 'installed') await publishCredentials(ctx, cd, cluster);
+  if (cluster?.status === 'installed') {
+    await publishCredentials(ctx, cd, cluster);
+    // As the reference: once the ClusterDeployment says installed (the reconcile after the one that said so), the cluster accepts new hosts.
+    if (cd.spec?.installed === true) {
+      cluster = await openForNewHosts(ctx, cluster);
+      facts.status = cluster.status;
+      facts.statusInfo = cluster.status_info;
+    }
+  }
+  if (isDay2Cluster(cluster)) await installApprovedHosts(ctx, cluster, agents);
 
   const now = ctx.now().toISOString();
   await writeStatus(ctx, RT.agentClusterInstall, aci, {

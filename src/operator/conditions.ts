@@ -80,7 +80,8 @@ export function clusterConditions(f: ClusterFacts): Condition[] {
     out.push({ type: 'RequirementsMet', status: 'True', reason: 'ClusterInstallationStopped', message: 'The cluster installation stopped' });
   }
 
-  if (s === 'installed') out.push({ type: 'Completed', status: 'True', reason: 'InstallationCompleted', message: `The installation has completed: ${info}` });
+  // A cluster adding hosts (day 2) was installed: the reference says so on Completed and Stopped.
+  if (s === 'installed' || s === 'adding-hosts') out.push({ type: 'Completed', status: 'True', reason: 'InstallationCompleted', message: `The installation has completed: ${info}` });
   else if (s === 'error') out.push({ type: 'Completed', status: 'False', reason: 'InstallationFailed', message: `The installation has failed: ${info}` });
   else if (s !== undefined && CLUSTER_INSTALLING.includes(s)) out.push({ type: 'Completed', status: 'False', reason: 'InstallationInProgress', message: `The installation is in progress: ${info}` });
   else if (s === 'ready' && f.holdInstallation) out.push({ type: 'Completed', status: 'False', reason: 'InstallationOnHold', message: 'The installation is on hold, to unhold set holdInstallation to false' });
@@ -91,7 +92,7 @@ export function clusterConditions(f: ClusterFacts): Condition[] {
 
   if (s === 'error') out.push({ type: 'Stopped', status: 'True', reason: 'InstallationFailed', message: 'The installation has stopped due to error' });
   else if (s === 'cancelled') out.push({ type: 'Stopped', status: 'True', reason: 'InstallationCancelled', message: 'The installation has stopped because it was cancelled' });
-  else if (s === 'installed') out.push({ type: 'Stopped', status: 'True', reason: 'InstallationCompleted', message: 'The installation has stopped because it completed successfully' });
+  else if (s === 'installed' || s === 'adding-hosts') out.push({ type: 'Stopped', status: 'True', reason: 'InstallationCompleted', message: 'The installation has stopped because it completed successfully' });
   else out.push({ type: 'Stopped', status: 'False', reason: 'InstallationNotStopped', message: 'The installation is waiting to start or in progress' });
   return out;
 }

@@ -198,12 +198,14 @@ describe('landfall operator on a real kube-apiserver', () => {
       const c = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
       throw new Error(`${e.message}: cluster ${c.status} (${c.status_info}); operator log tail ${JSON.stringify(operatorLog.slice(-5))}`);
     });
-    expect(done.status.debugInfo).toMatchObject({ state: 'installed' });
+    expect(['installed', 'adding-hosts']).toContain(done.status.debugInfo.state);
     expect(done.status.progress.totalPercentage).toBe(100);
+    // As the reference, an installed cluster then accepts new hosts (test/operator/day2.test.ts grows one).
+    await eventually(async () => (await get(RT.agentClusterInstall, NS, 'edge-1'))?.status?.debugInfo?.state === 'adding-hosts', 30000, 'adding-hosts');
 
     // Every condition's transitions, in order (the reasons are the reference's).
     const t = (type: string) => transitions.get(`edge-1/${type}`);
-    await eventually(async () => t('Stopped')?.at(-1) === 'True/InstallationCompleted', 10000, 'last transitions seen');
+    await eventually(async () => t('Stopped')?.at(-1) === 'True/InstallationCompleted' && t('RequirementsMet')?.at(-2) === 'True/ClusterInstallationStopped', 10000, 'last transitions seen');
     expect(t('SpecSynced')).toEqual(['True/SyncOK']);
     expect(t('Completed')).toEqual(['False/InstallationNotStarted', 'False/InstallationInProgress', 'True/InstallationCompleted']);
     expect(t('Failed')).toEqual(['False/InstallationNotFailed']);
@@ -212,9 +214,9 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect(req[0]).toBe('False/ClusterNotReady');
     // ClusterIsReady shows only if the install call found Landfall not ready after all (then the next event installs).
     const main = req.filter((v) => v !== 'True/ClusterIsReady');
-    expect(main.slice(-3)).toEqual(['False/UnapprovedAgents', 'True/ClusterAlreadyInstalling', 'True/ClusterInstallationStopped']);
+    expect(main.slice(-4)).toEqual(['False/UnapprovedAgents', 'True/ClusterAlreadyInstalling', 'True/ClusterInstallationStopped', 'True/ClusterAlreadyInstalling']);
     // Before them only what hosts arriving one by one can show: not ready, too few ready agents.
-    for (const v of main.slice(1, -3)) expect(['False/ClusterNotReady', 'False/InsufficientAgents', 'False/UnapprovedAgents']).toContain(v);
+    for (const v of main.slice(1, -4)) expect(['False/ClusterNotReady', 'False/InsufficientAgents', 'False/UnapprovedAgents']).toContain(v);
     const val = t('Validated')!;
     expect(val[0]).toMatch(/^False\/(ValidationsFailing|ValidationsUserPending)$/);
     expect(val.at(-1)).toBe('True/ValidationsPassing');
@@ -265,9 +267,9 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect(cd.spec).toMatchObject({ installed: true, clusterMetadata: { clusterID: clusterId, adminKubeconfigSecretRef: { name: 'edge-1-admin-kubeconfig' } } });
     expect(cd.spec.clusterMetadata.adminPasswordSecretRef).toBeUndefined();
 
-    // The same cluster through REST: installed, its five hosts installed with the roles the Agents show.
+    // The same cluster through REST: installed and accepting hosts, its five hosts installed with the roles the Agents show.
     const installed = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
-    expect(installed.status).toBe('installed');
+    expect([installed.status, installed.kind]).toEqual(['adding-hosts', 'AddHostsCluster']);
     expect(installed.hosts).toHaveLength(5);
     await eventually(async () => {
       const l = (await kube.list(RT.agent, NS)).items;
