@@ -4,6 +4,7 @@
  * in the same transaction).
  */
 import type { Knex } from 'knex';
+import { PREPARED } from '../db/database';
 import { nextBmcStatus, type BmcEvent, type BmcStatus } from '../domain/lifecycle/bmc-state-machine';
 import type { EventName } from '../domain/event-catalogue';
 
@@ -47,10 +48,10 @@ export function createBmcRepo(db: Knex) {
     },
     /** Whether this infra-env has any BMC host at all. */
     async anyIn(infraEnvId: string, q: Q = db): Promise<boolean> {
-      return Boolean(await t(q).where({ infra_env_id: infraEnvId }).first(db.raw('1 as one')));
+      return Boolean(await t(q).where({ infra_env_id: infraEnvId }).first(db.raw('1 as one')).options(PREPARED));
     },
     forHost(infraEnvId: string, hostId: string, q: Q = db): Promise<BmcRow | undefined> {
-      return t(q).where({ infra_env_id: infraEnvId, host_id: hostId }).first();
+      return t(q).where({ infra_env_id: infraEnvId, host_id: hostId }).first().options(PREPARED);
     },
     list(infraEnvId: string, q: Q = db): Promise<BmcRow[]> {
       return t(q).where({ infra_env_id: infraEnvId }).orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]);

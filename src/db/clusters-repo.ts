@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { PREPARED } from './database';
 import type { ClusterRow, Doc } from './rows';
 
 type Q = Knex | Knex.Transaction;
@@ -19,11 +20,11 @@ export function createClustersRepo(db: Knex) {
       return r as ClusterRow;
     },
     get(id: string, q: Q = db): Promise<ClusterRow | undefined> {
-      return t(q).where({ id }).first();
+      return t(q).where({ id }).first().options(PREPARED);
     },
     /** Locks the row for the rest of the transaction: writers of one cluster go one at a time. */
     getForUpdate(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
-      return t(trx).where({ id }).forUpdate().first();
+      return t(trx).where({ id }).forUpdate().first().options(PREPARED);
     },
     /**
      * The refresh's lock: excludes other refreshes and every FOR UPDATE (an
@@ -32,11 +33,11 @@ export function createClustersRepo(db: Knex) {
      * for a refresh to finish.
      */
     getForRefresh(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
-      return t(trx).where({ id }).forNoKeyUpdate().first();
+      return t(trx).where({ id }).forNoKeyUpdate().first().options(PREPARED);
     },
     /** A registration's lock: the cluster cannot start installing meanwhile, but refreshes go on. */
     getForKeyShare(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
-      return t(trx).where({ id }).forKeyShare().first();
+      return t(trx).where({ id }).forKeyShare().first().options(PREPARED);
     },
     list(filter: { owner?: string; ids?: string[] }, q: Q = db): Promise<ClusterRow[]> {
       const query = t(q).orderBy('created_at', 'asc');
@@ -46,14 +47,14 @@ export function createClustersRepo(db: Knex) {
     },
     /** Any column but the status, which only src/services/status-writer.ts changes (through compareAndSet). */
     async update(id: string, patch: ClusterPatch, q: Q = db): Promise<ClusterRow> {
-      const [r] = await t(q).where({ id }).update(columns(patch)).returning('*');
+      const [r] = await t(q).where({ id }).update(columns(patch)).returning('*').options(PREPARED);
       return r as ClusterRow;
     },
     /** Compare-and-swap on the status the caller read; undefined when another writer moved the cluster first. */
     async compareAndSet(id: string, fromStatus: string, patch: ClusterPatch, status: { status: string; status_info: string } | undefined, q: Q = db): Promise<ClusterRow | undefined> {
       const values = columns(patch);
       if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
-      const [r] = await t(q).where({ id, status: fromStatus }).update(values).returning('*');
+      const [r] = await t(q).where({ id, status: fromStatus }).update(values).returning('*').options(PREPARED);
       return r as ClusterRow | undefined;
     },
     async delete(id: string, q: Q = db): Promise<number> {

@@ -1,10 +1,41 @@
+import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 
 export type Db = Knex;
 
+/**
+ * `.options({ prepare: true })` on a hot statement runs it as a named prepared
+ * statement: parsed and planned once per connection instead of once per call,
+ * which is half of a one-row statement's PostgreSQL CPU. The name is a digest
+ * of the SQL text, so a builder whose text varies with its arguments is simply
+ * several statements. Only for statements of a bounded set of shapes (each
+ * name stays prepared for the life of its connection).
+ */
+export const PREPARED = { prepare: true } as const;
+
+interface CompiledQuery {
+  sql: string;
+  bindings?: unknown[];
+  options?: { prepare?: boolean } & Record<string, unknown>;
+}
+type PgClientClass = new (config: Knex.Config) => { _query(connection: unknown, obj: CompiledQuery): Promise<unknown> };
+
+// knex's own PostgreSQL client, which knex lets a caller subclass and pass as `client` (it ships no typings for it).
+const ClientPG = require('knex/lib/dialects/postgres/index.js') as PgClientClass;
+
+class PreparingClient extends ClientPG {
+  override _query(connection: unknown, obj: CompiledQuery): Promise<unknown> {
+    if (obj.options?.prepare) {
+      const { prepare: _prepare, ...rest } = obj.options;
+      obj = { ...obj, options: { ...rest, name: `lf_${createHash('sha1').update(obj.sql).digest('base64url').slice(0, 20)}` } };
+    }
+    return super._query(connection, obj);
+  }
+}
+
 export function createDb(url: string, poolMax = 10): Db {
   return knex({
-    client: 'pg',
+    client: PreparingClient as unknown as typeof knex.Client,
     connection: { connectionString: url, connectionTimeoutMillis: 5000 },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: 10000,

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { PREPARED } from './database';
 import { EVENT_CATALOGUE, renderEvent, type EventName, type Severity } from '../domain/event-catalogue';
 import type { EventRow } from './rows';
 
@@ -77,7 +78,7 @@ export function createEventsRepo(db: Knex) {
         infra_env_id: e.infraEnvId ?? null,
         request_id: e.requestId ?? null,
         props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'],
-      });
+      }).options(PREPARED);
     },
     async addRaw(e: Omit<EventRow, 'seq'>, q: Q = db): Promise<void> {
       await t(q).insert({ ...e, props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'] });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { PREPARED } from './database';
 import type { Doc, InfraEnvRow } from './rows';
 
 type Q = Knex | Knex.Transaction;
@@ -11,7 +12,7 @@ export function createInfraEnvsRepo(db: Knex) {
       return r as InfraEnvRow;
     },
     get(id: string, q: Q = db): Promise<InfraEnvRow | undefined> {
-      return t(q).where({ id }).first();
+      return t(q).where({ id }).first().options(PREPARED);
     },
     list(filter: { owner?: string; clusterId?: string }, q: Q = db): Promise<InfraEnvRow[]> {
       const query = t(q).orderBy('created_at', 'asc');

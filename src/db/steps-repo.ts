@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { PREPARED } from './database';
 import type { StepRow } from './rows';
 import type { HostKey } from './hosts-repo';
 
@@ -29,13 +30,15 @@ export function createStepsRepo(db: Knex) {
         .where({ infra_env_id: k.infraEnvId, host_id: k.hostId })
         .andWhere((w) => w.where({ state: 'pending' }).orWhere((o) => o.where({ state: 'sent' }).andWhere('sent_at', '<', cutoff).andWhere((i) => i.whereNot({ step_type: 'install' }).orWhereRaw(INSTALL_NOT_STARTED))))
         .update({ state: 'sent', sent_at: new Date(), attempts: db.raw('attempts + 1') as unknown as number })
-        .returning('*');
+        .returning('*')
+        .options(PREPARED);
     },
     async recordReply(k: HostKey, stepId: string, reply: { exit_code: number; output: string; error: string }, q: Q = db): Promise<StepRow | undefined> {
       const [r] = await t(q)
         .where({ infra_env_id: k.infraEnvId, host_id: k.hostId, step_id: stepId })
         .update({ state: 'replied', replied_at: new Date(), ...reply })
-        .returning('*');
+        .returning('*')
+        .options(PREPARED);
       return r as StepRow | undefined;
     },
     /** The step of this type the service asked the host for last (an install retry enqueues a new install step). */

@@ -31,6 +31,7 @@
  */
 import { Client } from 'pg';
 import type { Knex } from 'knex';
+import { PREPARED } from '../db/database';
 import type { Logger } from '../logger';
 import type { ServiceContext } from './context';
 import { refreshCluster, refreshUnboundHost } from './refresh-service';
@@ -70,7 +71,7 @@ export async function requestRefresh(q: Knex | Knex.Transaction, target: Refresh
     (row as { infra_env_id?: string }).infra_env_id ?? null,
     (row as { host_id?: string }).host_id ?? null,
     REFRESH_CHANNEL,
-  ]);
+  ]).options(PREPARED);
 }
 
 /** The target a host's facts belong to: its cluster, or the host itself when it has none. */
