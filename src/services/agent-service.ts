@@ -20,7 +20,7 @@ import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost } from './status-writer';
 import { refreshForHost } from './refresh-service';
-import { requestRefresh, targetOfHost } from './refresh-queue';
+import { requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
 import { stepArgs } from './step-args';
 import { dueNow } from './step-cadence';
 import type { StepSends } from '../db/hosts-repo';
@@ -269,39 +269,47 @@ async function storeReplyFacts(
   requestId?: string,
 ): Promise<void> {
   const { infraEnvId, hostId } = key;
+  const step = { id: reply.step_id, exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' };
+  const facts = reply.exit_code === 0 && json ? replyFacts(reply.step_type, json) : undefined;
+  // A machine enrolled by its BMC may be known by the boot MAC address of its inventory: that reply takes the
+  // locking path below. Every other success (nearly all replies) is one statement.
+  const enrolment = facts?.inventory !== undefined && Boolean(ctx.bmc) && (await ctx.bmc!.repo.anyIn(infraEnvId));
+  if (reply.exit_code === 0 && !enrolment) {
+    if (!(await storeFactsForRefresh(ctx.db, key, step, facts?.fields ?? {}, facts?.inventory))) await missingHost();
+    return;
+  }
   await ctx.db.transaction(async (trx) => {
     const host = await ctx.repos.hosts.getFacts(key, trx);
     if (!host) return missingHost();
-    await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' }, trx);
+    await ctx.repos.steps.recordReply(key, reply.step_id, { exit_code: step.exit_code, output: step.output, error: step.error }, trx);
     if (reply.exit_code !== 0) {
       const named = (await ctx.repos.hosts.get(key, trx))!;
       await recordStepFailed(ctx, trx, named, reply, requestId);
       return;
     }
-    if (!json) return;
     const doc = host.doc as Record<string, unknown>;
-    let fields: Record<string, unknown>;
-    let inventory: string | undefined;
-    if (reply.step_type === 'inventory') {
-      // The same report as last time is no new fact: nothing to write, nothing to re-validate.
-      // (The stored text differs from the report: the service decides disk eligibility in it.)
-      if (doc.inventory_digest === json.inventoryDigest && host.has_inventory) return;
-      fields = { inventory_digest: json.inventoryDigest };
-      inventory = json.output;
-    } else {
-      const target = REPLY_FIELD[reply.step_type]!;
-      fields = typeof target === 'string' ? { [target]: json.output } : target(json.parsed);
-      if (Object.entries(fields).every(([k, v]) => doc[k] === v)) return;
-    }
-    // A machine enrolled by its BMC may be known by the boot MAC address of its inventory: that is a second write of
-    // the host row, which makes PostgreSQL take the cluster's key lock after the host's. So the cluster's key lock
-    // first, as everywhere (a user's edit holding the cluster then waits for no one here; refreshes do not conflict).
-    const enrolment = inventory !== undefined && Boolean(ctx.bmc) && (await ctx.bmc!.repo.anyIn(infraEnvId, trx));
-    if (enrolment && host.cluster_id) await ctx.repos.clusters.getForKeyShare(host.cluster_id, trx);
+    const { fields, inventory } = facts!;
+    // The same facts as last time are no new fact: nothing to write, nothing to re-validate.
+    if (Object.entries(fields).every(([k, v]) => doc[k] === v) && (inventory === undefined || host.has_inventory)) return;
+    // The enrolment's second write of the host row makes PostgreSQL take the cluster's key lock after the host's.
+    // So the cluster's key lock first, as everywhere (a user's edit holding the cluster then waits for no one here).
+    if (host.cluster_id) await ctx.repos.clusters.getForKeyShare(host.cluster_id, trx);
     await ctx.repos.hosts.mergeFacts(key, fields, inventory, trx);
-    if (enrolment) await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory!));
+    await attachEnrolledBmc(ctx, trx, infraEnvId, hostId, inventoryMacs(inventory!));
     await requestRefresh(trx, targetOfHost(host));
   });
+}
+
+/**
+ * The host fields a successful reply sets, and the inventory it replaces.
+ * An inventory is known by the digest of the report as sent (the stored text
+ * differs from it: the service decides disk eligibility in it), so the same
+ * report again is no new fact.
+ */
+function replyFacts(stepType: string, json: { output: string; parsed: unknown; inventoryDigest?: string }): { fields: Record<string, unknown>; inventory?: string } {
+  if (stepType === 'inventory') return { fields: { inventory_digest: json.inventoryDigest }, inventory: json.output };
+  const target = REPLY_FIELD[stepType]!;
+  return { fields: typeof target === 'string' ? { [target]: json.output } : target(json.parsed) };
 }
 
 /** The event of a step the agent ran and that failed: which, its exit code and (the start of) its error. */

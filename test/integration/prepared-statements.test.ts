@@ -11,6 +11,7 @@ import { createDb, type Db } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { createHostsRepo } from '../../src/db/hosts-repo';
 import { createInfraEnvsRepo } from '../../src/db/infra-envs-repo';
+import { storeReplyFacts } from '../../src/services/refresh-queue';
 import { startTestPostgres } from '../support/services';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 
@@ -64,5 +65,39 @@ describe('hot statements on a real PostgreSQL', () => {
     // And the check-in's own statement did run with it off (it carries the setting in its text).
     expect((await prepared()).some((p) => p.statement.startsWith('update "hosts" set "checked_in_at"') && p.statement.includes("set_config('synchronous_commit', 'off', true)"))).toBe(true);
     expect((await hosts.get(key))?.step_sends).toEqual({ inventory: { d: 'x', at: 1 } });
+  });
+});
+
+describe('a step reply stored in one statement (storeReplyFacts)', () => {
+  const requests = async () => (await db('refresh_requests').select('target', 'infra_env_id', 'host_id')) as Array<{ target: string; infra_env_id: string | null; host_id: string | null }>;
+  const addStep = (stepId: string, type: string) => db('host_steps').insert({ infra_env_id: infraEnvId, host_id: hostId, step_id: stepId, step_type: type, state: 'sent' });
+
+  it('writes new facts with their refresh request, the same facts again only as the step, and knows a missing host', async () => {
+    await db('refresh_requests').delete();
+    await addStep('inv-1', 'inventory');
+    const step = (id: string) => ({ id, exit_code: 0, output: '{"cpu":{}}', error: '' });
+    expect(await storeReplyFacts(db, key, step('inv-1'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: true });
+    // A host without a cluster is its own refresh target, as requestRefresh writes it.
+    expect(await requests()).toEqual([{ target: `h:${infraEnvId}/${hostId}`, infra_env_id: infraEnvId, host_id: hostId }]);
+    const row = await createHostsRepo(db).get(key);
+    expect([row?.inventory, (row?.doc as Record<string, unknown>).inventory_digest]).toEqual(['{"cpu":{}}', 'd1']);
+    expect(await db('host_steps').where({ step_id: 'inv-1' }).first('state', 'exit_code')).toEqual({ state: 'replied', exit_code: 0 });
+
+    // The same report again: the step is recorded, nothing else written, nothing to refresh.
+    await addStep('inv-2', 'inventory');
+    const version = (await db('hosts').where({ id: hostId }).first('facts_version')).facts_version;
+    expect(await storeReplyFacts(db, key, step('inv-2'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: false });
+    expect(await requests()).toHaveLength(1);
+    expect((await db('hosts').where({ id: hostId }).first('facts_version')).facts_version).toBe(version);
+    expect((await db('host_steps').where({ step_id: 'inv-2' }).first('state')).state).toBe('replied');
+
+    // Another fact merges into the doc and keeps what is there.
+    expect(await storeReplyFacts(db, key, step('ntp-1'), { ntp_sources: '[]' }, undefined)).toEqual({ changed: true });
+    const doc = (await createHostsRepo(db).get(key))?.doc as Record<string, unknown>;
+    expect([doc.inventory_digest, doc.ntp_sources]).toEqual(['d1', '[]']);
+    expect(await requests()).toHaveLength(2);
+
+    expect(await storeReplyFacts(db, { infraEnvId, hostId: randomUUID() }, step('x'), { ntp_sources: '[]' }, undefined)).toBeUndefined();
+    expect(await requests()).toHaveLength(2);
   });
 });
