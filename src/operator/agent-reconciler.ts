@@ -36,7 +36,7 @@ export async function reconcileAgent(ctx: OperatorContext, agentKey: string): Pr
 
   let host: Json;
   try {
-    host = await ctx.landfall.getHost(infraEnvId, name);
+    host = await ctx.hostReads.get(infraEnvId, name);
   } catch (err) {
     if (!isLandfallNotFound(err)) throw err;
     // The host was deleted in Landfall: its Agent goes too (the finalizer finds nothing left to delete).

@@ -7,6 +7,7 @@
 import type { Logger } from '../logger';
 import { KubeError, type KubeClient, type KubeObject, type ResourceType } from './kube-client';
 import type { LandfallClient } from './landfall-client';
+import type { HostReads } from './host-reads';
 import type { WorkQueue } from './work-queue';
 import { key as keyOf } from './resources';
 
@@ -101,6 +102,8 @@ export class KindQueues {
 export interface OperatorContext {
   kube: KubeClient;
   landfall: LandfallClient;
+  /** The Agents' host reads, one in flight per infra-env (host-reads.ts). */
+  hostReads: HostReads;
   cache: Cache;
   queue: KindQueues;
   /** Landfall cluster id ↔ ClusterDeployment key. */

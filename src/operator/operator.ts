@@ -18,6 +18,7 @@ import { KubeClient, KubeError, type KubeConnection, type KubeObject, type Resou
 import { LandfallClient, type LandfallEvent } from './landfall-client';
 import { BiIndex, Cache, KindQueues, qkey, type OperatorContext } from './context';
 import { WorkQueue } from './work-queue';
+import { HostReads } from './host-reads';
 import { INFRAENV_LABEL, RT, key } from './resources';
 import { reconcileCluster } from './cluster-reconciler';
 import { reconcileInfraEnv, reconcileNewHost } from './infra-env-reconciler';
@@ -77,6 +78,7 @@ export async function startOperator(o: OperatorOptions): Promise<RunningOperator
   const ctx: OperatorContext = {
     kube,
     landfall,
+    hostReads: new HostReads(landfall),
     cache: new Cache(),
     queue,
     clusters: new BiIndex(),
