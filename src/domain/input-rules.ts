@@ -137,3 +137,26 @@ export function cidrsOverlap(a: string, b: string): boolean {
   const other = shorter === a ? bb : ab;
   return ipInCidr(other, shorter);
 }
+
+/** The dotted path of the first string (or key) holding a NUL character, or undefined. */
+export function nulField(value: unknown, at: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
+  if (depth > 64 || value === null || typeof value !== 'object') return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\u0000')) return `${at}.${k.split('\u0000').join('\\u0000')}`;
+    const found = nulField(v, Array.isArray(value) ? `${at}[${k}]` : `${at}.${k}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * A JSON document that arrived inside a string field (a step's output, an
+ * event's props) with a NUL in it: PostgreSQL stores none, and a stored one
+ * fails every later read of what holds it (an inventory's hostname failed
+ * every refresh of its cluster). The field and the rule, or undefined.
+ */
+export function nulProblem(parsed: unknown, field: string): { field: string; reason: string } | undefined {
+  const at = nulField(parsed, field);
+  return at === undefined ? undefined : { field: at, reason: `${at}: must not contain a NUL (\\u0000) character` };
+}

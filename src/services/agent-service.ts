@@ -9,6 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InventoryShapeError, normalizeInventory } from '../domain/inventory';
+import { nulProblem } from '../domain/input-rules';
 import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
 import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, skippedFor, stepId } from '../domain/host-steps';
@@ -198,6 +199,8 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       throw badRequest(`output of ${reply.step_type} step ${reply.step_id} is not valid JSON`, { field: 'output' });
     }
     if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
+    const nul = nulProblem(parsed, 'output');
+    if (nul) throw badRequest(nul.reason, { field: nul.field });
   }
   // The inventory is stored as the service reads it: nulls and absent sections filled, loopback dropped.
   let inventoryDigest: string | undefined;

@@ -5,6 +5,7 @@ import type { ServiceContext } from './context';
 import { loadCluster, loadInfraEnv } from './access';
 import { readsAsPerson, settleInfraEnv } from './refresh-queue';
 import type { Severity } from '../domain/event-catalogue';
+import { nulProblem } from '../domain/input-rules';
 
 export async function listEvents(ctx: ServiceContext, p: Principal, f: EventFilter) {
   // Scope first: a caller sees events of resources they can see, and must name one unless admin.
@@ -39,6 +40,8 @@ export async function triggerEvent(
     } catch {
       throw badRequest('props: must be a JSON object encoded as a string', { field: 'props' });
     }
+    const nul = nulProblem(props, 'props');
+    if (nul) throw badRequest(nul.reason, { field: nul.field });
   }
   await ctx.repos.events.addRaw({
     name: e.name ?? 'user_event',

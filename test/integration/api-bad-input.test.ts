@@ -78,6 +78,11 @@ const cases: Case[] = [
   ['NUL in step output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: '{"hostname":"a\u0000b"}' } }], 400, /body\.output/],
   ['NUL in a step error', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', exit_code: 1, error: 'bad\u0000' } }], 400, /body\.error/],
   ['NUL in a query', () => ['GET', `${h.base}/events?cluster_id=${clusterId}&categories=user%00`, {}], 400, /query\.categories/],
+  // Inside a JSON document carried in a string, a NUL arrives escaped (\\u0000) and passes the edge's guard: checked once parsed.
+  // A stored one failed every later read of the cluster (an inventory's hostname broke its refresh), or the request itself (event props).
+  ['NUL escaped in an inventory\'s hostname', () => ['POST', `${H()}/instructions`, { body: { step_type: 'inventory', step_id: 'x', output: JSON.stringify({ hostname: 'a\u0000b', cpu: { count: 8 } }) } }], 400, /output\.hostname: must not contain a NUL/],
+  ['NUL escaped in a step\'s JSON output', () => ['POST', `${H()}/instructions`, { body: { step_type: 'ntp-synchronizer', step_id: 'x', output: JSON.stringify({ ntp_sources: [{ source_name: 'pool\u0000', source_state: 'synced' }] }) } }], 400, /output\.ntp_sources\[0\]\.source_name: must not contain a NUL/],
+  ['NUL escaped in event props', () => ['POST', `${h.base}/events`, { body: { cluster_id: clusterId, severity: 'info', message: 'm', event_time: new Date().toISOString(), props: JSON.stringify({ a: 'x\u0000' }) } }], 400, /props\.a: must not contain a NUL/],
   ['a kernel argument without operation or value', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { kernel_arguments: [{}] } }], 400, /kernel_arguments\[0\]: needs an operation/],
   ['a kernel argument without a value', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { kernel_arguments: [{ operation: 'append' }] } }], 400, /kernel_arguments\[0\]/],
   ['static network without mac_interface_map', () => ['PATCH', `${h.base}/infra-envs/${infraEnvId}`, { body: { static_network_config: [{ network_yaml: 'interfaces:\n  - name: eth0\n    type: ethernet\n' }] } }], 400, /interface eth0 has no entry in mac_interface_map/],
