@@ -28,11 +28,13 @@ export function pinnedVersions(): { kubeApiserver: string; etcd: string } {
   return { kubeApiserver: pick('KUBE_APISERVER_VERSION'), etcd: pick('ETCD_VERSION') };
 }
 
-export function localApiserverBinaries(): { kubeApiserver: string; etcd: string } {
+export function localApiserverBinaries(): { kubeApiserver: string; etcd: string; kubectl: string } {
   const v = pinnedVersions();
   const cache = path.join(os.homedir(), '.cache', 'landfall');
   return {
     kubeApiserver: path.join(cache, `kube-apiserver-${v.kubeApiserver}`, 'bin', 'kube-apiserver'),
+    // Built beside it by the same script, for the tests' walk-through (the stack itself needs no kubectl).
+    kubectl: path.join(cache, `kube-apiserver-${v.kubeApiserver}`, 'bin', 'kubectl'),
     etcd: path.join(cache, `etcd-${v.etcd}`, 'bin', 'etcd'),
   };
 }

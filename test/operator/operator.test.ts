@@ -6,13 +6,15 @@
  * PostgreSQL). The operator is its own process, talking to both through their
  * APIs, as in production; the hosts are simulated (`landfall fleet`'s agent loop).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { runFleet } from '../../agent/fleet';
 import { KubeClient, type KubeObject } from '../../src/operator/kube-client';
-import { startLocalApiserver, type LocalApiserver } from '../../src/operator/local-apiserver';
+import { localApiserverBinaries, startLocalApiserver, type LocalApiserver } from '../../src/operator/local-apiserver';
 import { installCrds } from '../../src/operator/operator';
 import { RT } from '../../src/operator/resources';
 import { call } from '../support/api-harness';
@@ -67,6 +69,16 @@ function startOperator(landfallUrl = h.api.url): ChildProcess {
   return child;
 }
 
+/** The real kubectl (built beside the apiserver by scripts/install-kube-apiserver.sh), as the README's walk-through runs it. */
+async function kubectl(...args: string[]): Promise<string> {
+  const bin = localApiserverBinaries().kubectl;
+  try {
+    return (await promisify(execFile)(bin, args, { env: { PATH: process.env.PATH!, HOME: process.env.HOME!, KUBECONFIG: apiserver.kubeconfigPath }, timeout: 240_000 })).stdout;
+  } catch (err) {
+    throw new Error(`kubectl ${args.join(' ')}: ${(err as Error & { stderr?: string }).stderr ?? (err as Error).message}`);
+  }
+}
+
 const get = (rt: (typeof RT)[keyof typeof RT], ns: string, name: string) => kube.find(rt, ns, name);
 const cond = (o: KubeObject | undefined, type: string) => (o?.status?.conditions ?? []).find((c: any) => c.type === type);
 
@@ -112,6 +124,7 @@ beforeAll(async () => {
   // A discovery image to boot (a BareMetalHost's enrolment needs one), from the synthetic live ISO.
   h = await startInstallHarness({ BASE_ISO_PATH: (await buildSyntheticLiveIso({ fillerBytes: 1024 * 1024, name: 'operator.iso' })).path });
   // Fails (does not skip) when the binaries are missing: set-up builds them.
+  if (!existsSync(localApiserverBinaries().kubectl)) throw new Error(`${localApiserverBinaries().kubectl} missing: run scripts/install-kube-apiserver.sh`);
   apiserver = await startLocalApiserver({ dir: tempDir('kube') });
   kube = new KubeClient(apiserver.connection);
   await installCrds(kube);
@@ -133,11 +146,11 @@ describe('landfall operator on a real kube-apiserver', () => {
 
   afterAll(() => fleetStop.abort());
 
-  it('installs the 3+2 cluster of deploy/examples/ztp-3-2: approval gates it, a SIGKILLed operator finishes it once, the kubeconfig lands in a Secret', async () => {
+  it('installs the 3+2 cluster of deploy/examples/ztp-3-2 as the README walks through it with kubectl: approval gates it, a SIGKILLed operator finishes it once, the kubeconfig lands in a Secret', async () => {
     const transitions = recordTransitions(NS);
     const agentTransitions = recordTransitions(NS, RT.agent);
     const infraEnvTransitions = recordTransitions(NS, RT.infraEnv);
-    await applyObjects(kube, readKustomization(EXAMPLE));
+    expect(await kubectl('apply', '-k', EXAMPLE)).toMatch(/agentclusterinstall\.extensions\.hive\.landfall\.io\/edge-1 created/);
 
     // The InfraEnv gets its ISO URL, and the cluster exists in Landfall, readable through REST.
     const ie = await eventually(async () => {
@@ -146,6 +159,7 @@ describe('landfall operator on a real kube-apiserver', () => {
     }, 60000, 'InfraEnv image');
     infraEnvId = ie.status.landfall.infraEnvID;
     expect(ie.status.isoDownloadURL).toContain(infraEnvId);
+    expect(await kubectl('-n', NS, 'get', 'infraenv', 'edge-1', '-o', 'jsonpath={.status.isoDownloadURL}')).toBe(ie.status.isoDownloadURL);
     expect(ie.metadata.finalizers).toContain('infraenvs.agent-install.landfall.io/deprovision');
     const aci0 = await eventually(async () => (await get(RT.agentClusterInstall, NS, 'edge-1'))?.status?.landfall?.clusterID && get(RT.agentClusterInstall, NS, 'edge-1'), 30000, 'cluster id');
     clusterId = aci0!.status.landfall.clusterID;
@@ -167,6 +181,8 @@ describe('landfall operator on a real kube-apiserver', () => {
       expect(cond(a, 'Validated')).toMatchObject({ status: 'True', reason: 'ValidationsPassing' });
     }
     await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.reason === 'UnapprovedAgents', 30000, 'UnapprovedAgents');
+    expect(await kubectl('-n', NS, 'get', 'agentclusterinstall', 'edge-1', '-o', 'jsonpath={.status.conditions[?(@.type=="RequirementsMet")].message}')).toBe('The installation is pending on the approval of 5 agents');
+    expect((await kubectl('-n', NS, 'get', 'agents', '-o', 'name')).trim().split('\n').sort()).toEqual(agents.map((a) => `agent.agent-install.landfall.io/${a.metadata.name}`).sort());
 
     // An Agent's spec reaches its Landfall host: role, hostname, installation disk (a worker's second disk).
     const w = agents.find((a) => a.status.inventory.disks.length === 2)!;
@@ -180,24 +196,23 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect(hostOfW.role).toBe(w.status.role);
     await eventually(async () => (await get(RT.agent, NS, w.metadata.name))?.status?.installation_disk_id === second.id, 30000, 'Agent status shows the disk');
     expect(cond(await get(RT.agent, NS, w.metadata.name), 'SpecSynced')).toMatchObject({ status: 'True', reason: 'SyncOK' });
-    for (const a of agents.slice(0, 4)) await kube.mergePatch(RT.agent, NS, a.metadata.name, { spec: { approved: true } });
+    for (const a of agents.slice(0, 4)) await kubectl('-n', NS, 'patch', `agent/${a.metadata.name}`, '--type', 'merge', '-p', '{"spec":{"approved":true}}');
     await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.message === 'The installation is pending on the approval of 1 agents', 30000, 'one agent left to approve');
     expect((await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.status).toBe('ready');
 
     // The last approval starts the install; the operator is killed as soon as it has, and restarted.
-    await kube.mergePatch(RT.agent, NS, agents[4]!.metadata.name, { spec: { approved: true } });
+    await kubectl('-n', NS, 'patch', `agent/${agents[4]!.metadata.name}`, '--type', 'merge', '-p', '{"spec":{"approved":true}}');
     await eventually(async () => (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body.status !== 'ready', 30000, 'install started', );
     operator!.kill('SIGKILL');
     await new Promise((r) => operator!.once('exit', r));
     operator = startOperator();
 
-    const done = await eventually(async () => {
-      const o = await get(RT.agentClusterInstall, NS, 'edge-1');
-      return cond(o, 'Completed')?.status === 'True' ? o : undefined;
-    }, 180000, 'Completed').catch(async (e) => {
+    await kubectl('-n', NS, 'wait', '--for=condition=Completed', 'agentclusterinstall/edge-1', '--timeout=180s').catch(async (e) => {
       const c = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
       throw new Error(`${e.message}: cluster ${c.status} (${c.status_info}); operator log tail ${JSON.stringify(operatorLog.slice(-5))}`);
     });
+    const done = (await get(RT.agentClusterInstall, NS, 'edge-1'))!;
+    expect(cond(done, 'Completed')).toMatchObject({ status: 'True', reason: 'InstallationCompleted' });
     expect(['installed', 'adding-hosts']).toContain(done.status.debugInfo.state);
     expect(done.status.progress.totalPercentage).toBe(100);
     // As the reference, an installed cluster then accepts new hosts (test/operator/day2.test.ts grows one).
@@ -259,6 +274,7 @@ describe('landfall operator on a real kube-apiserver', () => {
     const kc = await eventually(() => get(RT.secret, NS, 'edge-1-admin-kubeconfig'), 30000, 'kubeconfig Secret');
     const restKubeconfig = (await call('GET', `${h.api.base}/clusters/${clusterId}/downloads/credentials?file_name=kubeconfig`)).text;
     expect(Buffer.from(kc.data!.kubeconfig!, 'base64').toString()).toBe(restKubeconfig);
+    expect(Buffer.from(await kubectl('-n', NS, 'get', 'secret', 'edge-1-admin-kubeconfig', '-o', 'jsonpath={.data.kubeconfig}'), 'base64').toString()).toBe(restKubeconfig);
     expect(restKubeconfig).toContain('server: https://192.168.127.250:6443');
     // A kubeadm cluster has no kubeadmin password (Landfall answers 409): no password Secret, no reference to one.
     expect((await call('GET', `${h.api.base}/clusters/${clusterId}/credentials`)).status).toBe(409);
@@ -453,11 +469,12 @@ describe('landfall operator on a real kube-apiserver', () => {
   it('deleting the resources deletes the Landfall clusters and infra-env (finalizers)', async () => {
     fleetStop.abort();
     const bad = (await get(RT.agentClusterInstall, 'ztp-bad', 'edge-2'))!.status.landfall.clusterID;
-    for (const [ns, name] of [[NS, 'edge-1'], ['ztp-bad', 'edge-2']] as const) {
-      await kube.delete(RT.infraEnv, ns, name);
-      await kube.delete(RT.agentClusterInstall, ns, name);
-      await kube.delete(RT.clusterDeployment, ns, name);
-    }
+    // As the README: the folder deleted with kubectl. No namespace controller runs beside a bare apiserver, so the
+    // Namespace itself stays Terminating: hence --wait=false; the resources in it go through their finalizers.
+    await kubectl('delete', '-k', EXAMPLE, '--wait=false');
+    await kube.delete(RT.infraEnv, 'ztp-bad', 'edge-2');
+    await kube.delete(RT.agentClusterInstall, 'ztp-bad', 'edge-2');
+    await kube.delete(RT.clusterDeployment, 'ztp-bad', 'edge-2');
     await eventually(async () => !(await get(RT.clusterDeployment, NS, 'edge-1')) && !(await get(RT.infraEnv, NS, 'edge-1')) && !(await get(RT.clusterDeployment, 'ztp-bad', 'edge-2')), 60000, 'resources gone');
     expect((await call('GET', `${h.api.base}/clusters/${clusterId}`)).status).toBe(404);
     expect((await call('GET', `${h.api.base}/clusters/${bad}`)).status).toBe(404);
