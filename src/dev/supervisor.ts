@@ -94,12 +94,22 @@ export async function runDev(cfgIn: Config): Promise<void> {
       return undefined;
     }
     localKube = await startLocalApiserver({ dir: path.join(cfg.stateDir, 'kube'), onOutput: (component, line) => logger.debug({ component }, line) });
+    // The CRDs Established before the banner: a `kubectl apply -k` right after it must find its kinds
+    // (left to the operator's own start, it raced the user: "no matches for kind InfraEnv").
+    const { KubeClient } = await import('../operator/kube-client');
+    const { installCrds } = await import('../operator/operator');
+    const kube = new KubeClient(localKube.connection);
+    try {
+      logger.info({ crds: await installCrds(kube) }, 'CRDs installed');
+    } finally {
+      await kube.close();
+    }
     let token: string | undefined;
     if (cfg.auth.type === 'local') {
       const { TokenSigner } = await import('../auth/jwt');
       token = new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem }).sign({ use: 'user', sub: 'landfall-operator', admin: true });
     }
-    const opCfg: Config = { ...cfg, operator: { ...cfg.operator, kubeconfig: localKube.kubeconfigPath, landfallUrl: `http://localhost:${cfg.api.port}`, landfallToken: token, installCrds: true } };
+    const opCfg: Config = { ...cfg, operator: { ...cfg.operator, kubeconfig: localKube.kubeconfigPath, landfallUrl: `http://localhost:${cfg.api.port}`, landfallToken: token, installCrds: false } };
     supervise('operator', opCfg);
     return localKube;
   };

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { canConnect, freePort, toolsDir } from '../../src/dev/process-utils';
+import { localApiserverBinaries } from '../../src/operator/local-apiserver';
 import { S3ObjectStore } from '../../src/storage/s3-object-store';
 import { eventually, startTestMinio, tempDir, type TestMinio } from '../support/services';
 import { buildSyntheticLiveIso, xorrisoAvailable } from '../support/live-iso';
@@ -269,4 +270,31 @@ describe('landfall dev with the S3 backend on a real MinIO', () => {
     expect(await stopStack(stack)).toBe(0);
     await expectAllStopped(stack);
   });
+});
+
+describe('landfall dev with LANDFALL_OPERATOR=1 (what `LANDFALL_OPERATOR=1 npm start` runs)', () => {
+  it('also starts a local kube-apiserver and the operator: the example folder applied with kubectl becomes a Landfall cluster; Ctrl-C stops the apiserver too', async () => {
+    const stack = await startStack(tempDir('stack-operator'), { DEMO_FLEET_HOSTS: '0', LANDFALL_OPERATOR: '1' });
+    let kubePort = 0;
+    try {
+      const m = /Kubernetes\s+(https:\/\/\S+) \(local kube-apiserver \+ landfall operator; KUBECONFIG=(\S+)\)/.exec(stack.output());
+      expect(m).not.toBeNull();
+      kubePort = Number(new URL(m![1]!).port);
+      // The README's walk-through, with the kubeconfig the banner names.
+      const kubectl = (...args: string[]) => execFileSync(localApiserverBinaries().kubectl, args, { encoding: 'utf8', env: { PATH: process.env.PATH!, HOME: process.env.HOME!, KUBECONFIG: m![2]! } });
+      expect(kubectl('apply', '-k', path.resolve(__dirname, '../../deploy/examples/ztp-3-2'))).toMatch(/infraenv\.agent-install\.landfall\.io\/edge-1 created/);
+      const url = await eventually(async () => kubectl('-n', 'ztp-demo', 'get', 'infraenv', 'edge-1', '-o', 'jsonpath={.status.isoDownloadURL}') || undefined, 90000, 'the InfraEnv\'s ISO URL').catch((e: Error) => {
+        throw new Error(`${e.message}; InfraEnv status ${kubectl('-n', 'ztp-demo', 'get', 'infraenv', 'edge-1', '-o', 'jsonpath={.status}')}; output ${stack.output().slice(-3000)}`);
+      });
+      const clusters = (await (await fetch(`${stack.apiUrl}/api/assisted-install/v2/clusters`)).json()) as Array<{ id: string; name: string }>;
+      const edge = clusters.find((c) => c.name === 'edge-1');
+      expect(edge).toBeDefined();
+      expect(url).toContain(kubectl('-n', 'ztp-demo', 'get', 'infraenv', 'edge-1', '-o', 'jsonpath={.status.landfall.infraEnvID}'));
+      expect(kubectl('-n', 'ztp-demo', 'get', 'agentclusterinstall', 'edge-1', '-o', 'jsonpath={.status.landfall.clusterID}')).toBe(edge!.id);
+    } finally {
+      expect(await stopStack(stack)).toBe(0);
+    }
+    await expectAllStopped(stack);
+    expect(await canConnect('127.0.0.1', kubePort)).toBe(false);
+  }, 240000);
 });
