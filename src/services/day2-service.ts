@@ -130,20 +130,8 @@ export async function installDay2Host(ctx: ServiceContext, p: Principal, infraEn
     await ctx.repos.events.add({ name: 'host_day2_install_started', hostId, infraEnvId, clusterId: cluster.id, props: { host_name: hostDisplayName(h), cluster_name: cluster.name, attempt }, requestId }, trx);
     return { row: moved, cluster };
   });
-  const attempt = Number((row.doc as Json).day2_attempt);
   try {
-    await ctx.temporal.workflow.start<typeof installDay2HostWorkflow>('installDay2HostWorkflow', {
-      workflowId: workflowIds.installDay2Host(hostId, attempt),
-      taskQueue: TASK_QUEUE.install,
-      args: [{ clusterId: cluster.id, infraEnvId, hostId, attempt, timeouts: ctx.installTimeouts } satisfies Day2InstallInput],
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.clusterId, value: cluster.id },
-        { key: SEARCH_ATTRIBUTES.clusterName, value: cluster.name },
-        { key: SEARCH_ATTRIBUTES.installStatus, value: 'installing' },
-        { key: SEARCH_ATTRIBUTES.kubernetesRelease, value: cluster.openshift_version },
-      ],
-      memo: { clusterName: cluster.name, hostId, attempt },
-    });
+    await startDay2Workflow(ctx, cluster, row);
   } catch (err) {
     // Without its workflow the host would wait in installing forever: put it back and say why.
     await ctx.db.transaction(async (trx) => {
@@ -153,6 +141,23 @@ export async function installDay2Host(ctx: ServiceContext, p: Principal, infraEn
     throw new AppError('dependency_unavailable', `the install could not start: Temporal is unavailable (${(err as Error).message.split('\n')[0]})`);
   }
   return row;
+}
+
+/** Starts the workflow of a day-2 host's current attempt (day2_attempt), with the id that attempt always has. */
+export async function startDay2Workflow(ctx: ServiceContext, cluster: Pick<ClusterRow, 'id' | 'name' | 'openshift_version'>, host: Pick<HostRow, 'id' | 'infra_env_id' | 'doc'>): Promise<void> {
+  const attempt = Number((host.doc as Json).day2_attempt);
+  await ctx.temporal.workflow.start<typeof installDay2HostWorkflow>('installDay2HostWorkflow', {
+    workflowId: workflowIds.installDay2Host(host.id, attempt),
+    taskQueue: TASK_QUEUE.install,
+    args: [{ clusterId: cluster.id, infraEnvId: host.infra_env_id, hostId: host.id, attempt, timeouts: ctx.installTimeouts } satisfies Day2InstallInput],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.clusterId, value: cluster.id },
+      { key: SEARCH_ATTRIBUTES.clusterName, value: cluster.name },
+      { key: SEARCH_ATTRIBUTES.installStatus, value: 'installing' },
+      { key: SEARCH_ATTRIBUTES.kubernetesRelease, value: cluster.openshift_version },
+    ],
+    memo: { clusterName: cluster.name, hostId: host.id, attempt },
+  });
 }
 
 /** POST /v2/infra-envs/{ie}/hosts/{id}/actions/reset (assisted-service's v2ResetHost, day-2 hosts only). */
@@ -172,11 +177,40 @@ export async function resetDay2Host(ctx: ServiceContext, p: Principal, infraEnvI
   return row;
 }
 
-/** Landfall's retry-install for a day-2 host: the retryDay2Host update of its workflow. */
-export async function retryDay2HostInstall(ctx: ServiceContext, host: HostRow): Promise<void> {
+/**
+ * Landfall's retry-install for a day-2 host: the retryDay2Host update of its
+ * workflow; when that workflow is gone or ended (the host monitor failed the
+ * host for it, day2-watch.ts), a new attempt with a workflow of its own.
+ */
+export async function retryDay2HostInstall(ctx: ServiceContext, host: HostRow, requestId?: string): Promise<void> {
   const id = day2WorkflowId(host);
   if (!id) throw conflict(`host ${host.id} has not been installed yet: install it (actions/install)`);
-  await ctx.temporal.workflow.getHandle(id).executeUpdate(retryDay2Host, { args: [{ hostId: host.id }] });
+  if (await day2WorkflowRunning(ctx, id)) {
+    await ctx.temporal.workflow.getHandle(id).executeUpdate(retryDay2Host, { args: [{ hostId: host.id }] });
+    return;
+  }
+  const key = { infraEnvId: host.infra_env_id, hostId: host.id };
+  const { row, cluster } = await ctx.db.transaction(async (trx) => {
+    const cluster = (await ctx.repos.clusters.getForUpdate(host.cluster_id!, trx))!;
+    const h = (await ctx.repos.hosts.getForUpdate(key, trx))!;
+    if (h.status !== 'error') throw conflict(`host ${host.id} is ${h.status}; only a host in error can be retried`);
+    const attempt = Number((h.doc as Json).day2_attempt ?? 0) + 1;
+    const { row } = await applyHostEvent(ctx, trx, h, { type: 'RetryRequested' }, { patch: { doc: { ...(h.doc as Json), day2_attempt: attempt, progress: {} } }, requestId });
+    await ctx.repos.events.add({ name: 'host_day2_install_started', hostId: h.id, infraEnvId: h.infra_env_id, clusterId: cluster.id, props: { host_name: hostDisplayName(h), cluster_name: cluster.name, attempt }, requestId }, trx);
+    return { row, cluster };
+  });
+  // Should Temporal fail this start, the host monitor starts it (day2-watch.ts): the host is installing by then.
+  await startDay2Workflow(ctx, cluster, row);
+}
+
+/** Whether a day-2 workflow still runs (and so can take an update or a signal). */
+export async function day2WorkflowRunning(ctx: ServiceContext, workflowId: string): Promise<boolean> {
+  try {
+    return (await ctx.temporal.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError || (err as Error).name === 'WorkflowNotFoundError') return false;
+    throw err;
+  }
 }
 
 type Handle = ReturnType<ServiceContext['temporal']['workflow']['getHandle']>;

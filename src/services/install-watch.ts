@@ -16,6 +16,7 @@ import { workflowIds } from '../temporal/names';
 import { startInstallWorkflow } from './install-signals';
 import { applyClusterEvent } from './status-writer';
 import type { ClusterRow } from '../db/rows';
+import { watchDay2Installs } from './day2-watch';
 
 const INSTALL_PHASES = ['preparing-for-installation', 'installing', 'installing-pending-user-action', 'finalizing'];
 const ENDED = ['FAILED', 'TERMINATED', 'TIMED_OUT', 'CANCELLED'];
@@ -62,5 +63,9 @@ export async function watchInstalls(ctx: ServiceContext): Promise<InstallWatchRe
       result.failed.push(c.id);
     });
   }
+  // Day-2 hosts, each installed by its own workflow: the same promise, per host (day2-watch.ts).
+  const day2 = await watchDay2Installs(ctx);
+  result.started.push(...day2.started);
+  result.failed.push(...day2.failed);
   return result;
 }

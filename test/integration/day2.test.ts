@@ -18,7 +18,8 @@ import { FIXTURE_PROFILES, startInstallHarness, waitClusterStatus, type InstallH
 
 let h: InstallHarness;
 beforeAll(async () => {
-  h = await startInstallHarness();
+  // The host monitor sweeps every 2 s here: it starts or fails day-2 installs left without their workflow.
+  h = await startInstallHarness({ HOST_MONITOR_INTERVAL_MS: '2000' });
 });
 afterAll(async () => {
   await h?.stop();
@@ -228,6 +229,35 @@ describe('day 2: adding hosts to an installed cluster', () => {
     const refused = await landfall(['hosts', 'add', '--cluster', notYet.id]);
     expect([refused.status, refused.stdout]).toEqual([2, '']);
     expect(refused.stderr.trim()).toMatch(/^landfall: cluster not-yet is (insufficient|pending-for-input): hosts can be added once it is installed/);
+  }, 180000);
+
+  it('the host monitor starts a day-2 workflow an API process died before starting, and fails, with the reason, a host whose workflow ended; a retry is a new attempt', async () => {
+    const c = (await call('POST', `${h.api.base}/clusters/import`, { body: { name: 'resume', api_vip_dnsname: 'api.resume.example.org', openshift_cluster_id: randomUUID() } })).body;
+    const ie = (await call('POST', `${h.api.base}/infra-envs`, { body: { name: 'resume-day2', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
+    boot(ie.id, 'resume-day2', 'worker', 2, new SimulatedNetwork(), 40);
+    const [unstarted, orphan] = await hostsWhere(c.id, (x) => x.status === 'known', 2, 'two day-2 hosts known');
+
+    // What the API leaves behind when it dies between committing the install and starting the workflow.
+    await h.api.db('hosts').where({ id: unstarted.id }).update({ status: 'installing', status_info: 'Installation is in progress', status_updated_at: new Date(Date.now() - 60_000), doc: h.api.db.raw(`doc || '{"day2_attempt": 1, "progress": {}}'::jsonb`) });
+    await hostsWhere(c.id, (x) => x.id === unstarted.id && x.status === 'installed', 1, 'the unstarted host installed by the workflow the sweep started');
+    expect((await h.client.workflow.getHandle(`install-day2-host-${unstarted.id}-attempt-1`).query(getDay2HostProgress)).phase).toBe('installed');
+
+    // A workflow ended under the host (terminated before it handed out the install step: no worker ran it).
+    await h.withoutWorker(async () => {
+      expect((await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${orphan.id}/actions/install`)).status).toBe(202);
+      await h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-1`).terminate('an operator terminated it');
+    });
+    const [failed] = await hostsWhere(c.id, (x) => x.id === orphan.id && x.status === 'error', 1, 'the orphaned host failed by the sweep');
+    expect(failed.status_info).toMatch(/^Failed - its install workflow install-day2-host-.*-attempt-1 ended \(TERMINATED\) without finishing the install$/);
+    // Its workflow cannot take the retry: the retry is a new attempt with a workflow of its own.
+    const retried = await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${orphan.id}/actions/retry-install`);
+    expect([retried.status, retried.body.status]).toEqual([202, 'installing']);
+    await hostsWhere(c.id, (x) => x.id === orphan.id && x.status === 'installed', 1, 'the orphaned host installed at its second attempt');
+    expect((await h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-2`).query(getDay2HostProgress)).phase).toBe('installed');
+    expect(await h.api.db('host_steps').where({ host_id: orphan.id, step_type: 'install' }).pluck('step_id')).toEqual(['install-day2-a2']);
+    const events = (await get(`${h.api.base}/events?cluster_id=${c.id}`)).map((e: any) => `${e.host_id === unstarted.id ? 'unstarted' : 'orphan'}:${e.name}`);
+    expect(events).toEqual(expect.arrayContaining(['unstarted:host_day2_install_resumed', 'orphan:host_day2_install_failed']));
+    expect(events.filter((e: string) => e === 'orphan:host_day2_install_started')).toHaveLength(2);
   }, 180000);
 
   it('fails a day-2 host whose install cannot be prepared, with the reason, and resets it', async () => {

@@ -27,6 +27,8 @@ import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import * as day2 from '../../src/services/day2-service';
+import * as hostsService from '../../src/services/hosts-service';
+import { watchDay2Installs } from '../../src/services/day2-watch';
 import { refreshForHost } from '../../src/services/refresh-service';
 import { createInstallActivities } from '../../activities/install';
 import { createDay2Activities } from '../../activities/install-day2';
@@ -253,6 +255,21 @@ describe('every state-table rule is reached from production code', () => {
     expect(await statusOf('hosts', hostId)).toBe('added-to-existing-cluster');
     await progress(env, hostId, 'Done');
     expect(await statusOf('hosts', hostId)).toBe('installed');
+  });
+
+  it('day 2: a host whose install workflow ended without finishing it is failed by the host monitor, and a retry starts a new attempt', async () => {
+    const imported = await day2.importCluster(ctx, user, { name: 'seven', api_vip_dnsname: 'api.seven.example.com' });
+    const ie = await infraEnvs.createInfraEnv(ctx, user, { name: 'seven-ie', pull_secret: PULL_SECRET, cluster_id: imported.id });
+    const env = { clusterId: imported.id, infraEnvId: ie.id };
+    const hostId = await boot(env, inventory('seven-w1', '10.77.0.41'));
+    await day2.installDay2Host(ctx, user, env.infraEnvId, hostId);
+    await put('hosts', hostId, 'installing-in-progress');
+    // The fake Temporal describes every workflow as COMPLETED: ended, with the host still installing.
+    expect((await watchDay2Installs(ctx)).failed).toEqual([hostId]);
+    expect(await statusOf('hosts', hostId)).toBe('error');
+    await hostsService.retryHostInstall(ctx, user, env.infraEnvId, hostId);
+    expect(await statusOf('hosts', hostId)).toBe('installing');
+    expect(temporal.calls.filter((c) => c === 'start installDay2HostWorkflow').length).toBeGreaterThanOrEqual(2);
   });
 
   // Last: what the cases above reached, against the tables.

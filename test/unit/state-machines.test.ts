@@ -15,6 +15,7 @@ const hostSituations: HostEvent[] = [
   { type: 'Day2InstallRequested' },
   { type: 'Day2InstallAborted' },
   { type: 'Day2PreparationFailed', reason: 'no CA' },
+  { type: 'Day2WorkflowEnded', reason: 'its install workflow ended (TERMINATED) without finishing the install' },
   { type: 'CancelInstallation' },
   { type: 'ResetInstallation' },
   { type: 'InstallStarted' },

@@ -53,7 +53,8 @@ export type HostEvent =
   | { type: 'RetryRequested' }
   | { type: 'Day2InstallRequested' }
   | { type: 'Day2InstallAborted' }
-  | { type: 'Day2PreparationFailed'; reason: string };
+  | { type: 'Day2PreparationFailed'; reason: string }
+  | { type: 'Day2WorkflowEnded'; reason: string };
 
 export interface HostRule<E extends HostEvent['type'] = HostEvent['type']> {
   event: E;
@@ -99,6 +100,7 @@ export const HOST_TRANSITIONS: readonly HostRule[] = [
   rule({ event: 'RetryRequested', from: ['error'], to: 'installing', info: 'Installation is being retried', description: 'The user retried this host (retryHost update).' }),
   rule({ event: 'Day2InstallAborted', from: ['installing'], to: 'known', info: 'Host is ready to be installed', description: 'Day 2: the host\'s install workflow could not be started (Temporal unavailable); the host is known again.' }),
   rule({ event: 'Day2PreparationFailed', from: ['installing'], to: 'error', info: (e) => `Failed - the install could not be prepared: ${e.reason}`, description: 'Day 2: the host\'s Ignition or install step could not be made (no CA or API name to join with); retry or reset the host.' }),
+  rule({ event: 'Day2WorkflowEnded', from: [...INSTALLING, ...JOINED], to: 'error', info: (e) => `Failed - ${e.reason}`, description: 'Day 2: the host monitor found the host\'s install workflow gone or ended without finishing it; retry (a new attempt) or reset the host.' }),
   rule({ event: 'Day2InstallRequested', from: ['known'], to: 'installing', info: 'Installation is in progress', description: 'Day 2: the user installed this known host into its installed cluster (POST …/hosts/{id}/actions/install).' }),
   // User actions
   rule({ event: 'CancelInstallation', from: [...INSTALLING, ...JOINED, 'installed', 'error'], to: 'cancelled', info: 'Installation cancelled by user', description: 'The user cancelled the install.' }),
