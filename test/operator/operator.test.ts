@@ -36,7 +36,7 @@ let operator: ChildProcess | undefined;
 const operatorLog: Array<{ msg: string; [k: string]: unknown }> = [];
 const watches = new AbortController();
 
-function startOperator(landfallUrl = h.api.url): ChildProcess {
+function startOperator(landfallUrl = h.api.url, extraEnv: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, [MAIN, 'operator'], {
     env: {
       PATH: process.env.PATH!,
@@ -47,6 +47,7 @@ function startOperator(landfallUrl = h.api.url): ChildProcess {
       OPERATOR_RESYNC_MS: '3600000',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -421,6 +422,35 @@ describe('landfall operator on a real kube-apiserver', () => {
     await kube.delete(RT.infraEnv, ns, 'bm');
     await eventually(async () => !(await get(RT.infraEnv, ns, 'bm')), 30000, 'InfraEnv gone');
     expect((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).status).toBe(404);
+  });
+
+  it('watches only the namespaces it is given (OPERATOR_NAMESPACES)', async () => {
+    const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
+    const infraEnvIn = (ns: string): KubeObject[] => [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      { ...secret, metadata: { ...secret.metadata, namespace: ns } },
+      { apiVersion: 'agent-install.landfall.io/v1beta1', kind: 'InfraEnv', metadata: { name: 'scoped', namespace: ns }, spec: { pullSecretRef: { name: 'pull-secret' } } },
+    ];
+    operator!.kill('SIGKILL');
+    await new Promise((r) => operator!.once('exit', r));
+    operator = startOperator(h.api.url, { OPERATOR_NAMESPACES: 'ztp-scope-a' });
+    try {
+      await applyObjects(kube, [...infraEnvIn('ztp-scope-a'), ...infraEnvIn('ztp-scope-b')]);
+      await eventually(async () => (await get(RT.infraEnv, 'ztp-scope-a', 'scoped'))?.status?.landfall?.infraEnvID, 60000, 'the watched namespace reconciled');
+      // The other one is left alone (no finalizer, no status) while only this operator runs.
+      await new Promise((r) => setTimeout(r, 2000));
+      const b = (await get(RT.infraEnv, 'ztp-scope-b', 'scoped'))!;
+      expect(b.status).toBeUndefined();
+      expect(b.metadata.finalizers ?? []).toEqual([]);
+    } finally {
+      operator!.kill('SIGKILL');
+      await new Promise((r) => operator!.once('exit', r));
+      operator = startOperator();
+    }
+    // An operator of every namespace takes it up.
+    await eventually(async () => (await get(RT.infraEnv, 'ztp-scope-b', 'scoped'))?.status?.landfall?.infraEnvID, 60000, 'all namespaces again');
+    for (const ns of ['ztp-scope-a', 'ztp-scope-b']) await kube.delete(RT.infraEnv, ns, 'scoped');
+    await eventually(async () => !(await get(RT.infraEnv, 'ztp-scope-a', 'scoped')) && !(await get(RT.infraEnv, 'ztp-scope-b', 'scoped')), 30000, 'InfraEnvs gone');
   });
 
   it('a restarted operator catches up with what changed before its event stream opened (it resyncs on connecting)', async () => {
