@@ -118,7 +118,8 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     help: 'Share of installed clusters that installed at their first attempt',
     registers: [registry],
     async collect() {
-      const [r] = await grouped("select count(*) filter (where install_attempt = 1)::float as first, count(*)::float as total from clusters where status = 'installed'");
+      // A cluster Landfall installed and then opened for new hosts (adding-hosts) is still installed; an imported one (attempt 0) never was.
+      const [r] = await grouped("select count(*) filter (where install_attempt = 1)::float as first, count(*)::float as total from clusters where status = 'installed' or (status = 'adding-hosts' and install_attempt > 0)");
       this.set(Number(r?.total) ? Number(r!.first) / Number(r!.total) : 0);
     },
   });

@@ -164,6 +164,9 @@ describe('day 2: adding hosts to an installed cluster', () => {
 
     const events = (await get(`${h.api.base}/events?cluster_id=${cluster.id}`)).map((e: any) => e.name);
     expect(events.filter((n: string) => n === 'host_join_credential_minted')).toHaveLength(3);
+    // Accepting hosts, it is still a cluster installed at its first attempt (the only one Landfall installed here), on the Grafana board too.
+    const metrics = await (await fetch(`${h.api.url}/metrics`)).text();
+    expect(/^landfall_installed_clusters_first_attempt_ratio (\S+)$/m.exec(metrics)?.[1]).toBe('1');
     expect(events.filter((n: string) => n === 'host_joined_cluster').length).toBeGreaterThanOrEqual(4);
     expect(events).toContain('cluster_add_hosts_allowed');
 
