@@ -37,6 +37,22 @@ export interface NewEvent {
   message?: string;
 }
 
+/** The row an event is stored as: its catalogue severity and category, and its rendered message. */
+export function eventRow(e: NewEvent) {
+  const spec = EVENT_CATALOGUE[e.name];
+  return {
+    name: e.name,
+    severity: e.severity ?? spec.severity,
+    category: spec.category,
+    message: e.message ?? renderEvent(e.name, e.props ?? {}),
+    cluster_id: e.clusterId ?? null,
+    host_id: e.hostId ?? null,
+    infra_env_id: e.infraEnvId ?? null,
+    request_id: e.requestId ?? null,
+    props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'],
+  };
+}
+
 /** `message` is a case-insensitive substring match; LIKE's wildcards are escaped. */
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -67,18 +83,7 @@ export function createEventsRepo(db: Knex) {
 
   return {
     async add(e: NewEvent, q: Q = db): Promise<void> {
-      const spec = EVENT_CATALOGUE[e.name];
-      await t(q).insert({
-        name: e.name,
-        severity: e.severity ?? spec.severity,
-        category: spec.category,
-        message: e.message ?? renderEvent(e.name, e.props ?? {}),
-        cluster_id: e.clusterId ?? null,
-        host_id: e.hostId ?? null,
-        infra_env_id: e.infraEnvId ?? null,
-        request_id: e.requestId ?? null,
-        props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'],
-      }).options(PREPARED);
+      await t(q).insert(eventRow(e)).options(PREPARED);
     },
     async addRaw(e: Omit<EventRow, 'seq'>, q: Q = db): Promise<void> {
       await t(q).insert({ ...e, props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'] });

@@ -39,6 +39,43 @@ export function createHostsRepo(db: Knex) {
         .options(PREPARED);
       return r as HostRow;
     },
+    /**
+     * A new host's registration in one statement, its own transaction: the
+     * row, its registration event and its refresh request (with the wake-up),
+     * only if its cluster (key-share locked, as every registration locks it)
+     * is in one of `admitting` and no BMC enrolment waits in the infra-env
+     * (matching one is the locking path's work). Undefined when it wrote
+     * nothing: the host exists, the cluster refused, or a BMC may claim it;
+     * the caller then takes the general path, which says which.
+     */
+    async insertRegistered(
+      row: Partial<HostRow> & Pick<HostRow, 'id' | 'infra_env_id' | 'cluster_id' | 'status' | 'status_info'>,
+      admitting: readonly string[],
+      event: Record<string, unknown>,
+      refresh: Record<string, unknown>,
+      channel: string,
+    ): Promise<HostRow | undefined> {
+      const values: Record<string, unknown> = { ...row, doc: JSON.stringify(row.doc ?? {}) };
+      const cols = Object.keys(values);
+      const eventCols = Object.keys(event);
+      const refreshCols = Object.keys(refresh);
+      const list = (names: string[]) => names.map((c) => `"${c}"`).join(', ');
+      const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+      const { rows } = await db.raw<{ rows: Array<HostRow & { notified: string }> }>(
+        `with c as (select status from clusters where id = ? for key share),
+         ok as (select 1 where (?::uuid is null or exists (select 1 from c where status = any(?::text[])))
+                  and not exists (select 1 from bmc_hosts where infra_env_id = ?)),
+         h as (insert into hosts (${list(cols)}) select ${marks(cols.length)} from ok on conflict do nothing returning *),
+         e as (insert into events (${list(eventCols)}) select ${marks(eventCols.length)} from h returning 1),
+         r as (insert into refresh_requests (${list(refreshCols)}) select ${marks(refreshCols.length)} from h returning 1)
+         select h.*, (select count(*) from (select pg_notify(?, '') from r) n) as notified from h`,
+        [row.cluster_id, row.cluster_id, [...admitting], row.infra_env_id, ...Object.values(values), ...Object.values(event), ...Object.values(refresh), channel] as Knex.RawBinding[],
+      ).options(PREPARED);
+      const r = rows[0];
+      if (!r) return undefined;
+      const { notified: _notified, ...host } = r;
+      return host as HostRow;
+    },
     get(k: HostKey, q: Q = db): Promise<HostRow | undefined> {
       return t(q).where(byKey(k)).first().options(PREPARED);
     },

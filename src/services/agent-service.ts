@@ -15,11 +15,11 @@ import { badRequest, conflict, notFound } from '../errors';
 import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, skippedFor, stepId } from '../domain/host-steps';
 import { checkStageTransition, stageRole } from '../domain/install-stages';
 import { hostDisplayName } from '../api/assisted/presenters';
-import type { HostRow } from '../db/rows';
+import type { ClusterRow, HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
-import { applyHostEvent, createHost } from './status-writer';
+import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
 import { requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
 import { stepArgs } from './step-args';
@@ -42,6 +42,13 @@ export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId
   const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
   const key = { infraEnvId, hostId: body.host_id };
+  // The common registration (a new host, into a cluster that takes hosts) is one statement; its cluster is read
+  // for the new row's role without a lock (the statement locks it and checks its status again).
+  const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.get(infraEnv.cluster_id) : undefined;
+  if (!infraEnv.cluster_id || cluster) {
+    const host = await createHostAtOnce(ctx, newHostRow(ctx, infraEnvId, infraEnv.cluster_id, cluster, body), CLUSTER_EDITABLE, requestId);
+    if (host) return host;
+  }
   // An agent that timed out retries with the same host id while its first registration may still run: with only a
   // key-share lock on the cluster both can find no row and insert; the loser runs again and finds the winner's row.
   for (let attempt = 0; ; attempt++) {
@@ -66,24 +73,7 @@ async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<ty
     }
     let host: HostRow;
     if (!existing) {
-      host = await createHost(
-        ctx,
-        trx,
-        {
-          id: body.host_id,
-          infra_env_id: infraEnvId,
-          cluster_id: infraEnv.cluster_id,
-          // A single-node cluster's one host can only be its control plane: assisted-service makes it master at once.
-          ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 && !isDay2Cluster(cluster) ? { role: 'master' } : {}),
-          // A host joining a running cluster is a worker (assisted-service: day-2 hosts register as workers).
-          ...(isDay2Cluster(cluster) ? { role: 'worker' } : {}),
-          discovery_agent_version: body.discovery_agent_version ?? null,
-          // Registering is contact: the host is connected from this moment.
-          checked_in_at: ctx.now(),
-          doc: { validations_info: '{}', progress: {}, logs_info: '', ...(isDay2Cluster(cluster) ? { kind: DAY2_HOST_KIND } : {}) },
-        },
-        requestId,
-      );
+      host = await createHost(ctx, trx, newHostRow(ctx, infraEnvId, infraEnv.cluster_id, cluster, body), requestId);
     } else {
       // A host that registers again booted the discovery image again; the state machine says what that means now.
       const stage = ((existing.doc as Record<string, unknown>).progress as { current_stage?: string } | undefined)?.current_stage;
@@ -109,6 +99,23 @@ async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<ty
   // This report, or one a failed signal left pending: the workflow is told before the agent hears 201.
   if (registered.report_pending) await deliverHostReport(ctx, key);
   return registered;
+}
+
+/** A registering host's row as it is inserted. */
+function newHostRow(ctx: ServiceContext, infraEnvId: string, clusterId: string | null, cluster: ClusterRow | undefined, body: { host_id: string; discovery_agent_version?: string }) {
+  return {
+    id: body.host_id,
+    infra_env_id: infraEnvId,
+    cluster_id: clusterId,
+    // A single-node cluster's one host can only be its control plane: assisted-service makes it master at once.
+    ...(((cluster?.doc as Record<string, unknown> | undefined)?.control_plane_count as number | undefined) === 1 && !isDay2Cluster(cluster) ? { role: 'master' } : {}),
+    // A host joining a running cluster is a worker (assisted-service: day-2 hosts register as workers).
+    ...(isDay2Cluster(cluster) ? { role: 'worker' } : {}),
+    discovery_agent_version: body.discovery_agent_version ?? null,
+    // Registering is contact: the host is connected from this moment.
+    checked_in_at: ctx.now(),
+    doc: { validations_info: '{}', progress: {}, logs_info: '', ...(isDay2Cluster(cluster) ? { kind: DAY2_HOST_KIND } : {}) },
+  };
 }
 
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
@@ -274,12 +281,12 @@ async function storeReplyFacts(
   const { infraEnvId, hostId } = key;
   const step = { id: reply.step_id, exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' };
   const facts = reply.exit_code === 0 && json ? replyFacts(reply.step_type, json) : undefined;
-  // A machine enrolled by its BMC may be known by the boot MAC address of its inventory: that reply takes the
-  // locking path below. Every other success (nearly all replies) is one statement.
-  const enrolment = facts?.inventory !== undefined && Boolean(ctx.bmc) && (await ctx.bmc!.repo.anyIn(infraEnvId));
-  if (reply.exit_code === 0 && !enrolment) {
-    if (!(await storeFactsForRefresh(ctx.db, key, step, facts?.fields ?? {}, facts?.inventory))) await missingHost();
-    return;
+  // Nearly every reply is a success: one statement. An inventory in an infra-env where a BMC enrolment waits may
+  // be the enrolled machine's (known by its boot MAC address): that statement leaves it to the locking path below.
+  if (reply.exit_code === 0) {
+    const stored = await storeFactsForRefresh(ctx.db, key, step, facts?.fields ?? {}, facts?.inventory, facts?.inventory !== undefined && Boolean(ctx.bmc));
+    if (!stored) return missingHost();
+    if (!stored.enrolment) return;
   }
   await ctx.db.transaction(async (trx) => {
     const host = await ctx.repos.hosts.getFacts(key, trx);

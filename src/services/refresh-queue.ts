@@ -50,7 +50,7 @@ export const COALESCE_MS = 50;
 
 export type RefreshTarget = { clusterId: string } | { infraEnvId: string; hostId: string };
 
-interface RequestRow {
+export interface RequestRow {
   target: string;
   cluster_id: string | null;
   infra_env_id: string | null;
@@ -63,15 +63,22 @@ function targetKey(t: RefreshTarget): string {
 
 /** Marks a target as needing a refresh, in the caller's transaction (so the mark commits with the facts). */
 export async function requestRefresh(q: Knex | Knex.Transaction, target: RefreshTarget): Promise<void> {
-  const row = 'clusterId' in target ? { target: targetKey(target), cluster_id: target.clusterId } : { target: targetKey(target), infra_env_id: target.infraEnvId, host_id: target.hostId };
+  const row = refreshRequestRow(target);
   // One statement: the row, and the wake-up PostgreSQL sends at commit (identical ones in a transaction are sent once).
   await q.raw(`with r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id) values (?, ?, ?, ?) returning 1) select pg_notify(?, '') from r`, [
     row.target,
-    (row as { cluster_id?: string }).cluster_id ?? null,
-    (row as { infra_env_id?: string }).infra_env_id ?? null,
-    (row as { host_id?: string }).host_id ?? null,
+    row.cluster_id,
+    row.infra_env_id,
+    row.host_id,
     REFRESH_CHANNEL,
   ]).options(PREPARED);
+}
+
+/** The request row of a target (a statement that writes one as part of a larger write uses it, with REFRESH_CHANNEL). */
+export function refreshRequestRow(target: RefreshTarget): RequestRow {
+  return 'clusterId' in target
+    ? { target: targetKey(target), cluster_id: target.clusterId, infra_env_id: null, host_id: null }
+    : { target: targetKey(target), cluster_id: null, infra_env_id: target.infraEnvId, host_id: target.hostId };
 }
 
 /**
@@ -89,24 +96,28 @@ export async function storeReplyFacts(
   step: { id: string; exit_code: number; output: string; error: string },
   fields: Record<string, unknown>,
   inventory: string | undefined,
-): Promise<{ changed: boolean } | undefined> {
+  /** Leave the facts unwritten when a BMC enrolment waits in the infra-env (matching it takes the caller's locking path). */
+  unlessEnrolment = false,
+): Promise<{ changed: boolean; enrolment: boolean } | undefined> {
   const { infraEnvId: ie, hostId: id } = key;
   // `doc @> fields`: every field already holds the same value (they are all strings); an inventory also needs the row to have one.
-  const { rows } = await db.raw<{ rows: Array<{ host: boolean; changed: boolean }> }>(
+  const { rows } = await db.raw<{ rows: Array<{ host: boolean; changed: boolean; enrolment: boolean }> }>(
     `with s as (update host_steps set state = 'replied', replied_at = now(), exit_code = ?, output = ?, error = ? where infra_env_id = ? and host_id = ? and step_id = ? returning 1),
      u as (update hosts set doc = doc || ?::jsonb, inventory = coalesce(?, inventory), updated_at = now(), facts_version = facts_version + 1
            where infra_env_id = ? and id = ? and not (doc @> ?::jsonb and (?::text is null or inventory is not null))
+             and not (?::boolean and exists (select 1 from bmc_hosts where infra_env_id = ?))
            returning infra_env_id, id, cluster_id),
      r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id)
            select case when u.cluster_id is not null then 'c:' || u.cluster_id else 'h:' || u.infra_env_id || '/' || u.id end,
                   u.cluster_id, case when u.cluster_id is null then u.infra_env_id end, case when u.cluster_id is null then u.id end
            from u returning 1)
      select exists (select 1 from hosts where infra_env_id = ? and id = ?) as host,
-            (select count(*) from (select pg_notify(?, '') from r) n) > 0 as changed`,
-    [step.exit_code, step.output, step.error, ie, id, step.id, JSON.stringify(fields), inventory ?? null, ie, id, JSON.stringify(fields), inventory ?? null, ie, id, REFRESH_CHANNEL],
+            (select count(*) from (select pg_notify(?, '') from r) n) > 0 as changed,
+            ?::boolean and exists (select 1 from bmc_hosts where infra_env_id = ?) as enrolment`,
+    [step.exit_code, step.output, step.error, ie, id, step.id, JSON.stringify(fields), inventory ?? null, ie, id, JSON.stringify(fields), inventory ?? null, unlessEnrolment, ie, ie, id, REFRESH_CHANNEL, unlessEnrolment, ie],
   ).options(PREPARED);
   const r = rows[0]!;
-  return r.host ? { changed: r.changed } : undefined;
+  return r.host ? { changed: r.changed, enrolment: r.enrolment } : undefined;
 }
 
 /** The target a host's facts belong to: its cluster, or the host itself when it has none. */

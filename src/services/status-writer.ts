@@ -20,6 +20,8 @@ import { hostDisplayName } from '../api/assisted/presenters';
 import type { ServiceContext } from './context';
 
 import type { HostPatch } from '../db/hosts-repo';
+import { eventRow } from '../db/events-repo';
+import { REFRESH_CHANNEL, refreshRequestRow, targetOfHost } from './refresh-queue';
 import type { ClusterPatch } from '../db/clusters-repo';
 
 /** Where a new host starts, and why: registration is the only way in. */
@@ -51,6 +53,19 @@ export async function createHost(ctx: ServiceContext, trx: Knex.Transaction, row
   const host = await ctx.repos.hosts.insert({ ...row, ...NEW_HOST_STATUS }, trx);
   await ctx.repos.events.add({ name: 'host_registration_succeeded', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: host.cluster_id, props: { host_name: host.id }, requestId }, trx);
   return host;
+}
+
+/**
+ * createHost as one statement of its own, for the common registration (a new
+ * host into a cluster in one of `admitting`): the row in its initial status,
+ * the same registration event, and its refresh request. Undefined when it
+ * wrote nothing (see hosts.insertRegistered); the caller then registers
+ * through createHost in a transaction.
+ */
+export async function createHostAtOnce(ctx: ServiceContext, row: Omit<Parameters<ServiceContext['repos']['hosts']['insert']>[0], 'status' | 'status_info'>, admitting: readonly string[], requestId?: string): Promise<HostRow | undefined> {
+  const event = eventRow({ name: 'host_registration_succeeded', hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id ?? null, props: { host_name: row.id }, requestId });
+  const refresh = refreshRequestRow(targetOfHost({ id: row.id, infra_env_id: row.infra_env_id, cluster_id: row.cluster_id ?? null }));
+  return ctx.repos.hosts.insertRegistered({ ...row, cluster_id: row.cluster_id ?? null, ...NEW_HOST_STATUS }, admitting, event, { ...refresh }, REFRESH_CHANNEL);
 }
 
 /** Inserts a cluster in its initial status (the first refresh, in the same transaction, decides the real one). */

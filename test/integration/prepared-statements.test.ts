@@ -76,7 +76,7 @@ describe('a step reply stored in one statement (storeReplyFacts)', () => {
     await db('refresh_requests').delete();
     await addStep('inv-1', 'inventory');
     const step = (id: string) => ({ id, exit_code: 0, output: '{"cpu":{}}', error: '' });
-    expect(await storeReplyFacts(db, key, step('inv-1'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: true });
+    expect(await storeReplyFacts(db, key, step('inv-1'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: true, enrolment: false });
     // A host without a cluster is its own refresh target, as requestRefresh writes it.
     expect(await requests()).toEqual([{ target: `h:${infraEnvId}/${hostId}`, infra_env_id: infraEnvId, host_id: hostId }]);
     const row = await createHostsRepo(db).get(key);
@@ -86,18 +86,70 @@ describe('a step reply stored in one statement (storeReplyFacts)', () => {
     // The same report again: the step is recorded, nothing else written, nothing to refresh.
     await addStep('inv-2', 'inventory');
     const version = (await db('hosts').where({ id: hostId }).first('facts_version')).facts_version;
-    expect(await storeReplyFacts(db, key, step('inv-2'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: false });
+    expect(await storeReplyFacts(db, key, step('inv-2'), { inventory_digest: 'd1' }, '{"cpu":{}}')).toEqual({ changed: false, enrolment: false });
     expect(await requests()).toHaveLength(1);
     expect((await db('hosts').where({ id: hostId }).first('facts_version')).facts_version).toBe(version);
     expect((await db('host_steps').where({ step_id: 'inv-2' }).first('state')).state).toBe('replied');
 
     // Another fact merges into the doc and keeps what is there.
-    expect(await storeReplyFacts(db, key, step('ntp-1'), { ntp_sources: '[]' }, undefined)).toEqual({ changed: true });
+    expect(await storeReplyFacts(db, key, step('ntp-1'), { ntp_sources: '[]' }, undefined)).toEqual({ changed: true, enrolment: false });
     const doc = (await createHostsRepo(db).get(key))?.doc as Record<string, unknown>;
     expect([doc.inventory_digest, doc.ntp_sources]).toEqual(['d1', '[]']);
     expect(await requests()).toHaveLength(2);
 
     expect(await storeReplyFacts(db, { infraEnvId, hostId: randomUUID() }, step('x'), { ntp_sources: '[]' }, undefined)).toBeUndefined();
     expect(await requests()).toHaveLength(2);
+
+    // Where a BMC enrolment waits, a new inventory is left to the locking path (it may be the enrolled machine's).
+    await db('bmc_hosts').insert({ id: randomUUID(), infra_env_id: infraEnvId, address: 'redfish://y', credentials_sealed: 's', status: 'enrolled', status_info: 'x' });
+    expect(await storeReplyFacts(db, key, step('inv-3'), { inventory_digest: 'd2' }, '{"cpu":{"count":2}}', true)).toEqual({ changed: false, enrolment: true });
+    expect(((await createHostsRepo(db).get(key))?.doc as Record<string, unknown>).inventory_digest).toBe('d1');
+    // Without the guard (not an inventory) the facts go in as always.
+    expect(await storeReplyFacts(db, key, step('ntp-2'), { ntp_sources: '["a"]' }, undefined, false)).toEqual({ changed: true, enrolment: false });
+    await db('bmc_hosts').where({ infra_env_id: infraEnvId }).delete();
+  });
+});
+
+describe('a new host registered in one statement (hosts.insertRegistered)', () => {
+  const clusterId = randomUUID();
+  const ieId = randomUUID();
+  const admitting = ['insufficient', 'ready', 'pending-for-input', 'adding-hosts'];
+  const register = (id: string) =>
+    createHostsRepo(db).insertRegistered(
+      { id, infra_env_id: ieId, cluster_id: clusterId, status: 'discovering', status_info: 'new', doc: { progress: {} } },
+      admitting,
+      { name: 'host_registration_succeeded', severity: 'info', category: 'user', message: `host ${id} registered`, cluster_id: clusterId, host_id: id, infra_env_id: ieId, request_id: null, props: null },
+      { target: `c:${clusterId}`, cluster_id: clusterId, infra_env_id: null, host_id: null },
+      'landfall_refresh',
+    );
+  const count = async (table: string, where: Record<string, unknown>) => Number((await db(table).where(where).count<Array<{ n: string }>>('* as n'))[0]!.n);
+
+  beforeAll(async () => {
+    await db('clusters').insert({ id: clusterId, owner: 'u', name: 'c', openshift_version: '4.18', status: 'insufficient', status_info: 'x' });
+    await createInfraEnvsRepo(db).insert({ id: ieId, owner: 'u', name: 'ie2', cluster_id: clusterId, pull_secret: null, doc: {} });
+  });
+
+  it('writes the host, its event and its refresh request together, and nothing when it may not', async () => {
+    await db('refresh_requests').delete();
+    const first = randomUUID();
+    const host = await register(first);
+    expect(host).toMatchObject({ id: first, infra_env_id: ieId, cluster_id: clusterId, status: 'discovering' });
+    expect(host!.created_at).toBeInstanceOf(Date);
+    expect([await count('events', { host_id: first }), await count('refresh_requests', { target: `c:${clusterId}` })]).toEqual([1, 1]);
+
+    // The same host again: no second row, event or request (the general path handles a host registering again).
+    expect(await register(first)).toBeUndefined();
+    expect([await count('hosts', { id: first }), await count('events', { host_id: first }), await count('refresh_requests', {})]).toEqual([1, 1, 1]);
+
+    // A cluster that no longer takes hosts, or an infra-env where a BMC enrolment waits: nothing written.
+    await db('clusters').where({ id: clusterId }).update({ status: 'installing' });
+    const refused = randomUUID();
+    expect(await register(refused)).toBeUndefined();
+    await db('clusters').where({ id: clusterId }).update({ status: 'ready' });
+    await db('bmc_hosts').insert({ id: randomUUID(), infra_env_id: ieId, address: 'redfish://x', credentials_sealed: 's', status: 'enrolled', status_info: 'x' });
+    expect(await register(refused)).toBeUndefined();
+    expect([await count('hosts', { id: refused }), await count('events', { host_id: refused }), await count('refresh_requests', {})]).toEqual([0, 0, 1]);
+    await db('bmc_hosts').where({ infra_env_id: ieId }).delete();
+    expect(await register(refused)).toMatchObject({ id: refused });
   });
 });
