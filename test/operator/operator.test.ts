@@ -180,6 +180,10 @@ describe('landfall operator on a real kube-apiserver', () => {
       expect(a.status.inventory.hostname).toBe((await call('GET', `${h.api.base}/infra-envs/${infraEnvId}/hosts/${a.metadata.name}`)).body.requested_hostname);
       expect(a.status.inventory.cpu.count).toBeGreaterThan(0);
       expect(cond(a, 'Validated')).toMatchObject({ status: 'True', reason: 'ValidationsPassing' });
+      // The host's validations, grouped as Landfall (and the reference) groups them, none failing.
+      const validations = Object.values(a.status.validationsInfo as Record<string, Array<{ id: string; status: string }>>).flat();
+      expect(validations.map((v) => v.id)).toEqual(expect.arrayContaining(['has-inventory', 'has-min-cpu-cores']));
+      expect(validations.filter((v) => v.status === 'failure')).toEqual([]);
     }
     await eventually(async () => cond(await get(RT.agentClusterInstall, NS, 'edge-1'), 'RequirementsMet')?.reason === 'UnapprovedAgents', 30000, 'UnapprovedAgents');
     expect(await kubectl('-n', NS, 'get', 'agentclusterinstall', 'edge-1', '-o', 'jsonpath={.status.conditions[?(@.type=="RequirementsMet")].message}')).toBe('The installation is pending on the approval of 5 agents');
