@@ -87,6 +87,31 @@ class Horizon {
     }
     return end;
   }
+
+  /**
+   * The same for a stream of one cluster or infra-env, without listing every other event's seq (a
+   * replay from 0 would walk the whole table): its candidate rows may go when the seqs between the
+   * cursor and the last of them are contiguous (one indexed count), or once a hold over them settled.
+   */
+  async passable(cursor: number, rows: EventRow[], settledUpTo: number | undefined): Promise<{ pass: EventRow[]; cursor: number }> {
+    let ok = 0;
+    let base = cursor;
+    if (settledUpTo !== undefined) {
+      while (ok < rows.length && Number(rows[ok]!.seq) <= settledUpTo) ok++;
+      base = Math.max(base, settledUpTo);
+    }
+    if (ok < rows.length) {
+      const last = Number(rows.at(-1)!.seq);
+      const r = (await this.db('events').where('seq', '>', base).andWhere('seq', '<=', last).count({ n: '*' }).first()) as { n: string | number };
+      if (Number(r.n) === last - base) ok = rows.length;
+      else if (!this.hold) {
+        this.hold = { upTo: last, xids: await inFlight(this.db), since: Date.now() };
+        this.fresh = true;
+      }
+    }
+    const pass = rows.slice(0, ok);
+    return { pass, cursor: Math.max(base, pass.length ? Number(pass.at(-1)!.seq) : cursor) };
+  }
 }
 
 export async function streamEvents(ctx: ServiceContext, p: Principal, req: Request, res: Response): Promise<void> {
@@ -149,12 +174,11 @@ export async function streamEvents(ctx: ServiceContext, p: Principal, req: Reque
       let rows: EventRow[];
       let more: boolean;
       if (filtered) {
-        // Gaps are judged on every event's seq (an index-only read), then this stream's own are read up to there.
-        const seqs = ((await ctx.db('events').where('seq', '>', cursor).orderBy('seq').limit(BATCH).pluck('seq')) as Array<string | number>).map(Number);
-        const end = await horizon.advance(cursor, seqs, settledUpTo);
-        rows = end > cursor ? await scoped(ctx.db<EventRow>('events').where('seq', '>', cursor).andWhere('seq', '<=', end)).orderBy('seq') : [];
-        more = seqs.length === BATCH && end === seqs.at(-1);
-        cursor = end;
+        const candidates = await scoped(ctx.db<EventRow>('events').where('seq', '>', cursor)).orderBy('seq').limit(BATCH);
+        const r = await horizon.passable(cursor, candidates, settledUpTo);
+        rows = r.pass;
+        more = candidates.length === BATCH && rows.length === BATCH;
+        cursor = r.cursor;
       } else {
         const all = await ctx.db<EventRow>('events').where('seq', '>', cursor).orderBy('seq').limit(BATCH);
         const end = await horizon.advance(cursor, all.map((e) => Number(e.seq)), settledUpTo);
