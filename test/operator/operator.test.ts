@@ -378,7 +378,7 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect((await call('GET', `${h.api.base}/infra-envs/${ieId}`)).status).toBe(404);
   });
 
-  it('a BareMetalHost enrols its machine by its BMC; the host that boots from it gets an approved Agent; deleting it unenrols', async () => {
+  it('a BareMetalHost enrols its machine by its BMC; the host that boots from it gets an approved Agent, whose fields changed through REST are reported, not reverted; deleting it unenrols', async () => {
     const ns = 'ztp-bmh';
     const machine = simulatedIdentity('ztp-bmh', 0);
     const secret = readKustomization(EXAMPLE).find((o) => o.kind === 'Secret')!;
@@ -416,6 +416,19 @@ describe('landfall operator on a real kube-apiserver', () => {
       }, 30000, 'agent approved');
       expect(agent.metadata.labels).toMatchObject({ 'agent-install.landfall.io/bmh': 'machine-0' });
       expect((await get(RT.bareMetalHost, ns, 'machine-0'))!.status).toMatchObject({ operationalStatus: 'OK', landfall: { status: 'attached', hostID: machine.id } });
+
+      // An Agent's field changed through REST is reported on SpecSynced, not reverted; editing the resource applies it again.
+      const hostUrl = `${h.api.base}/infra-envs/${ieId}/hosts/${machine.id}`;
+      const synced = async () => cond(await get(RT.agent, ns, machine.id), 'SpecSynced');
+      await kube.mergePatch(RT.agent, ns, machine.id, { spec: { hostname: 'bm-0' } });
+      await eventually(async () => (await call('GET', hostUrl)).body.requested_hostname === 'bm-0', 30000, 'hostname applied');
+      expect((await call('PATCH', hostUrl, { body: { host_name: 'bm-by-hand' } })).status).toBe(201);
+      await eventually(async () => (await synced())?.reason === 'ChangedOutsideOperator', 30000, 'drift reported');
+      expect((await synced())!).toMatchObject({ status: 'False', message: expect.stringContaining('hostname (Landfall "bm-by-hand", spec "bm-0")') });
+      expect((await call('GET', hostUrl)).body.requested_hostname).toBe('bm-by-hand');
+      await kube.mergePatch(RT.agent, ns, machine.id, { spec: { hostname: 'bm-1' } });
+      await eventually(async () => (await synced())?.reason === 'SyncOK', 30000, 'applied again');
+      expect((await call('GET', hostUrl)).body.requested_hostname).toBe('bm-1');
     } finally {
       stop.abort();
     }
