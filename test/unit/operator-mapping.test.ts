@@ -103,6 +103,9 @@ describe('spec mapping', () => {
     const body = infraEnvParams(ie, '{}', 'cid', [n]);
     expect(body).toMatchObject({ name: 'ns-ie-abcdef12', cluster_id: 'cid', static_network_config: [{ mac_interface_map: [{ mac_address: '52:54:00:00:00:01', logical_nic_name: 'eth0' }] }] });
     expect(staticNetworkKeyfiles(body.static_network_config).length).toBeGreaterThan(0);
+    // With a selector and none selected (the last one deleted or relabelled), an empty list clears it in Landfall.
+    expect(infraEnvParams(ie, '{}', 'cid', []).static_network_config).toEqual([]);
+    expect(infraEnvParams({ ...ie, spec: {} }, '{}', 'cid', []).static_network_config).toBeUndefined();
   });
 
   it('reads the pull secret of a dockerconfigjson Secret, and names what is missing', () => {
