@@ -11,6 +11,14 @@ export function createInfraEnvsRepo(db: Knex) {
       const [r] = await t(q).insert({ ...row, doc: JSON.stringify(row.doc) as unknown as Doc }).returning('*');
       return r as InfraEnvRow;
     },
+    /** The infra-env with its cluster's doc and status (null without one), in one read: what a registration needs of both. */
+    getWithCluster(id: string, q: Q = db): Promise<(InfraEnvRow & { cluster_doc: Doc | null; cluster_status: string | null }) | undefined> {
+      return q('infra_envs as ie')
+        .leftJoin('clusters as c', 'c.id', 'ie.cluster_id')
+        .where('ie.id', id)
+        .first('ie.*', 'c.doc as cluster_doc', 'c.status as cluster_status')
+        .options(PREPARED) as never;
+    },
     get(id: string, q: Q = db): Promise<InfraEnvRow | undefined> {
       return t(q).where({ id }).first().options(PREPARED);
     },

@@ -23,6 +23,13 @@ export async function loadInfraEnv(ctx: ServiceContext, p: Principal, id: string
   return ie;
 }
 
+/** loadInfraEnv with its cluster's doc and status, in the same read. */
+export async function loadInfraEnvWithCluster(ctx: ServiceContext, p: Principal, id: string) {
+  const ie = await ctx.repos.infraEnvs.getWithCluster(id);
+  if (!ie || !canSeeInfraEnv(p, ie)) throw notFound(`infra-env ${id}`);
+  return ie;
+}
+
 /**
  * The access check of loadInfraEnv without reading the row when the principal
  * alone decides it (an administrator, or the agent token of this infra-env).

@@ -17,7 +17,7 @@ import { checkStageTransition, stageRole } from '../domain/install-stages';
 import { hostDisplayName } from '../api/assisted/presenters';
 import type { ClusterRow, HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
-import { checkInfraEnvAccess, loadHost, loadInfraEnv } from './access';
+import { checkInfraEnvAccess, loadHost, loadInfraEnv, loadInfraEnvWithCluster } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
@@ -39,14 +39,13 @@ const RESEND_AFTER_MS = 10 * 60 * 1000;
 
 
 export async function registerHost(ctx: ServiceContext, p: Principal, infraEnvId: string, body: { host_id: string; discovery_agent_version?: string }, requestId?: string) {
-  const infraEnv = await loadInfraEnv(ctx, p, infraEnvId);
+  const { cluster_doc: clusterDoc, cluster_status: clusterStatus, ...infraEnv } = await loadInfraEnvWithCluster(ctx, p, infraEnvId);
   if (infraEnv.doc.type === 'disconnected-iso') throw badRequest('hosts of a disconnected-iso infra-env cannot register');
   const key = { infraEnvId, hostId: body.host_id };
-  // The common registration (a new host, into a cluster that takes hosts) is one statement; its cluster is read
-  // for the new row's role without a lock (the statement locks it and checks its status again).
-  const cluster = infraEnv.cluster_id ? await ctx.repos.clusters.get(infraEnv.cluster_id) : undefined;
-  if (!infraEnv.cluster_id || cluster) {
-    const host = await createHostAtOnce(ctx, newHostRow(ctx, infraEnvId, infraEnv.cluster_id, cluster, body), CLUSTER_EDITABLE, requestId);
+  // The common registration (a new host, into a cluster that takes hosts) is one statement. The cluster was read
+  // with the infra-env, without a lock, for the new row's role; the statement locks it and checks its status again.
+  if (!infraEnv.cluster_id || clusterStatus !== null) {
+    const host = await createHostAtOnce(ctx, newHostRow(ctx, infraEnvId, infraEnv.cluster_id, clusterDoc ? { doc: clusterDoc } : undefined, body), CLUSTER_EDITABLE, requestId);
     if (host) return host;
   }
   // An agent that timed out retries with the same host id while its first registration may still run: with only a
@@ -102,7 +101,7 @@ async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<ty
 }
 
 /** A registering host's row as it is inserted. */
-function newHostRow(ctx: ServiceContext, infraEnvId: string, clusterId: string | null, cluster: ClusterRow | undefined, body: { host_id: string; discovery_agent_version?: string }) {
+function newHostRow(ctx: ServiceContext, infraEnvId: string, clusterId: string | null, cluster: Pick<ClusterRow, 'doc'> | undefined, body: { host_id: string; discovery_agent_version?: string }) {
   return {
     id: body.host_id,
     infra_env_id: infraEnvId,
