@@ -109,7 +109,8 @@ describe('landfall dev with the local storage backend', () => {
   });
 
   it('starts everything, prints the URLs, and runs a self-check through API, Temporal, PostgreSQL and storage', async () => {
-    stack = await startStack(stateDir);
+    // With one insights demo cluster too (DEMO_INSIGHTS_CLUSTERS): seeded through the API beside the demo fleet.
+    stack = await startStack(stateDir, { DEMO_INSIGHTS_CLUSTERS: '1' });
     const banner = stack.output();
     expect(banner).toContain(`http://localhost:${stack.ports.api}`);
     expect(banner).toContain(`Temporal UI   http://localhost:${stack.ports.ui}`);
@@ -128,6 +129,13 @@ describe('landfall dev with the local storage backend', () => {
       return demo && demo.hosts.length === 5 && demo.hosts.every((h) => h.inventory) ? demo.hosts : undefined;
     }, 30000, 'five demo hosts with inventory');
     expect(demoHosts).toHaveLength(5);
+    // The insights demo's first scenario (a clean 3+2, src/dev/demo-insights.ts): its cluster, with its simulated hosts arriving.
+    expect(banner).toContain('Insights demo 1 clusters of simulated hosts installing (insights-*)');
+    await eventually(async () => {
+      const clusters = (await (await fetch(`${stack!.apiUrl}/api/assisted-install/v2/clusters?with_hosts=true`)).json()) as Array<{ name: string; openshift_version: string; hosts: unknown[] }>;
+      const seeded = clusters.find((c) => c.name === 'insights-clean-1');
+      return seeded?.openshift_version === '1.32' && seeded.hosts.length === 5;
+    }, 60000, 'the insights demo cluster with its five hosts');
 
     const created = await runSelfCheck(stack, 'hello from the local test');
     const row = await queryRow(stack, created.id);
