@@ -245,7 +245,8 @@ describe('day 2: adding hosts to an installed cluster', () => {
     // What the API leaves behind when it dies between committing the install and starting the workflow.
     await h.api.db('hosts').where({ id: unstarted.id }).update({ status: 'installing', status_info: 'Installation is in progress', status_updated_at: new Date(Date.now() - 60_000), doc: h.api.db.raw(`doc || '{"day2_attempt": 1, "progress": {}}'::jsonb`) });
     await hostsWhere(c.id, (x) => x.id === unstarted.id && x.status === 'installed', 1, 'the unstarted host installed by the workflow the sweep started');
-    expect((await h.client.workflow.getHandle(`install-day2-host-${unstarted.id}-attempt-1`).query(getDay2HostProgress)).phase).toBe('installed');
+    // The row says installed when the report commits; the workflow hears of it by its signal just after.
+    await eventually(async () => (await h.client.workflow.getHandle(`install-day2-host-${unstarted.id}-attempt-1`).query(getDay2HostProgress)).phase === 'installed', 20000, 'the unstarted host\'s workflow installed');
 
     // A workflow ended under the host (terminated before it handed out the install step: no worker ran it).
     await h.withoutWorker(async () => {
@@ -258,7 +259,8 @@ describe('day 2: adding hosts to an installed cluster', () => {
     const retried = await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${orphan.id}/actions/retry-install`);
     expect([retried.status, retried.body.status]).toEqual([202, 'installing']);
     await hostsWhere(c.id, (x) => x.id === orphan.id && x.status === 'installed', 1, 'the orphaned host installed at its second attempt');
-    expect((await h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-2`).query(getDay2HostProgress)).phase).toBe('installed');
+    // The row says installed when the report commits; the workflow hears of it by its signal just after.
+    await eventually(async () => (await h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-2`).query(getDay2HostProgress)).phase === 'installed', 20000, 'the orphan host\'s workflow installed');
     expect(await h.api.db('host_steps').where({ host_id: orphan.id, step_type: 'install' }).pluck('step_id')).toEqual(['install-day2-a2']);
     const events = (await get(`${h.api.base}/events?cluster_id=${c.id}`)).map((e: any) => `${e.host_id === unstarted.id ? 'unstarted' : 'orphan'}:${e.name}`);
     expect(events).toEqual(expect.arrayContaining(['unstarted:host_day2_install_resumed', 'orphan:host_day2_install_failed']));
