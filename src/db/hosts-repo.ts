@@ -104,10 +104,23 @@ export function createHostsRepo(db: Knex) {
      * new status, if given) only while the row still has `fromStatus`;
      * undefined when another writer moved it first.
      */
-    async compareAndSet(k: HostKey, fromStatus: string, patch: HostPatch, status: { status: string; status_info: string } | undefined, q: Q = db): Promise<HostRow | undefined> {
+    async compareAndSet(
+      k: HostKey,
+      fromStatus: string,
+      patch: HostPatch,
+      status: { status: string; status_info: string } | undefined,
+      q: Q = db,
+      /** Also only while the row's facts are still this version; the doc's fields merged into it rather than the doc replaced. */
+      guard?: { factsVersion: string; docFields: Record<string, unknown> },
+    ): Promise<HostRow | undefined> {
       const values = columns(db, patch);
       if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
-      const [r] = await t(q).where({ ...byKey(k), status: fromStatus }).update(values).returning('*').options(PREPARED);
+      if (guard) values.doc = db.raw('doc || ?::jsonb', [JSON.stringify(guard.docFields)]);
+      const [r] = await t(q)
+        .where({ ...byKey(k), status: fromStatus, ...(guard ? { facts_version: guard.factsVersion } : {}) })
+        .update(values)
+        .returning('*')
+        .options(PREPARED);
       return r as HostRow | undefined;
     },
     /**

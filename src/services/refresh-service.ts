@@ -1,8 +1,10 @@
 /**
  * Refresh: facts → validations (pure) → state machine → store status and
  * validations, with events only for what changed. Always inside the caller's
- * transaction, with the cluster row locked first and then its hosts, so two
- * refreshes of one cluster never interleave (one status writer per aggregate).
+ * transaction, with the cluster row locked, so two refreshes of one cluster
+ * never interleave; its hosts are read without a lock and each written with
+ * compare-and-swap on its status and facts version (one status writer per
+ * aggregate, and nobody waits on a refresh's reads).
  */
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -18,7 +20,8 @@ import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/life
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, hostFacts } from './facts-builder';
-import { applyClusterEvent, applyHostEvent } from './status-writer';
+import { applyClusterEvent, applyHostRefresh } from './status-writer';
+import { requestRefresh } from './refresh-queue';
 import type { ServiceContext } from './context';
 
 type Json = Record<string, unknown>;
@@ -96,7 +99,8 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
   return out.inventory !== undefined || out.doc ? out : undefined;
 }
 
-async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string): Promise<HostRow> {
+/** The host's refresh; undefined when it was not written because the host changed since it was read (applyHostRefresh). */
+async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string): Promise<HostRow | undefined> {
   const disks = decideDisks(row, facts, cluster, settings);
   const results = HOST_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { cluster, settings }) }));
   const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
@@ -108,24 +112,26 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
   if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
   const hostName = facts.hostname ?? row.id;
-  const { row: updated } = await applyHostEvent(ctx, trx, row, event, {
-    requestId,
-    hostName,
-    patch: {
+  const becomesKnown = statusChanged && transition!.to === 'known' && !doc.known_at;
+  const move = await applyHostRefresh(
+    ctx,
+    trx,
+    row,
+    event,
+    {
       ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
       suggested_role: facts.suggestedRole,
-      doc: { ...doc, ...disks?.doc, validations_info: info, validation_remediation: details },
+      docFields: { ...disks?.doc, validations_info: info, validation_remediation: details, ...(becomesKnown ? { known_at: ctx.now().toISOString() } : {}) },
     },
-  });
+    { requestId, hostName },
+  );
+  if (!move) return undefined;
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results, true);
   for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
   for (const r of fixed) await ctx.repos.events.add({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } }, trx);
-  if (statusChanged && transition!.to === 'known' && !doc.known_at) {
-    ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
-    await ctx.repos.hosts.update({ infraEnvId: row.infra_env_id, hostId: row.id }, { doc: { ...(updated.doc as Json), known_at: ctx.now().toISOString() } }, trx);
-  }
-  return updated;
+  if (becomesKnown) ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
+  return move.row;
 }
 
 /**
@@ -162,7 +168,10 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
 }
 
 /**
- * Host rows of a cluster, locked. The large columns (inventory, and the doc
+ * Host rows of a cluster, not locked: the cluster's lock keeps refreshes of
+ * it one at a time, and each host is written with compare-and-swap on the
+ * facts it was read with (applyHostRefresh), so a poll's check-in or an
+ * agent's reply never waits for a refresh to finish. The large columns (inventory, and the doc
  * with its O(n) connectivity report) are read again only for hosts whose
  * facts_version moved since this process last read them (every write of the
  * row moves it, in SQL, so two writes in one millisecond are still told
@@ -173,8 +182,8 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
 const LIGHT_COLUMNS = ['id', 'infra_env_id', 'cluster_id', 'status', 'status_info', 'status_updated_at', 'role', 'suggested_role', 'bootstrap', 'requested_hostname', 'checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'created_at', 'updated_at', 'facts_version'] as const;
 const heavyCache = new Map<string, { version: string; inventory: string | null; doc: HostRow['doc'] }>();
 
-async function lockedClusterHosts(trx: Knex.Transaction, clusterId: string): Promise<HostRow[]> {
-  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').forUpdate().select(...LIGHT_COLUMNS)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
+async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<HostRow[]> {
+  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...LIGHT_COLUMNS)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const key = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
   const stale = light.filter((r) => heavyCache.get(key(r))?.version !== String(r.facts_version));
   if (stale.length) {
@@ -210,7 +219,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const settings = lifecycleSettings(ctx);
   let cluster = await ctx.repos.clusters.getForRefresh(clusterId, trx);
   if (!cluster) return undefined;
-  const rows = await lockedClusterHosts(trx, clusterId);
+  const rows = await clusterHosts(trx, clusterId);
   const now = ctx.now().getTime();
   const hostList = rows.map((r) => hostFacts(r, now));
   const stamp = stepViewStamp(cluster, hostList);
@@ -221,7 +230,14 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
 
   const updatedRows: HostRow[] = [];
-  for (let i = 0; i < rows.length; i++) updatedRows.push(await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId));
+  let lost = false;
+  for (let i = 0; i < rows.length; i++) {
+    const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId);
+    lost ||= !written;
+    updatedRows.push(written ?? rows[i]!);
+  }
+  // A host that changed while this refresh computed was left as it was; its change asked for a refresh, and so does this.
+  if (lost) await requestRefresh(trx, { clusterId });
   // Cluster checks see the host statuses this refresh produced.
   updatedRows.forEach((r, i) => (hostList[i]!.status = r.status));
 
@@ -245,7 +261,9 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
 /** A host without a cluster is validated alone (no network or role context). */
 export async function refreshUnboundHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, requestId?: string): Promise<HostRow> {
   const facts = hostFacts(row, ctx.now().getTime());
-  return applyHost(ctx, trx, row, facts, undefined, lifecycleSettings(ctx), requestId);
+  const written = await applyHost(ctx, trx, row, facts, undefined, lifecycleSettings(ctx), requestId);
+  if (!written) await requestRefresh(trx, { infraEnvId: row.infra_env_id, hostId: row.id });
+  return written ?? row;
 }
 
 /** Refreshes whatever a host belongs to: its cluster (all hosts) or the host alone. */

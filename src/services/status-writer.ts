@@ -79,12 +79,31 @@ export async function createCluster(ctx: ServiceContext, trx: Knex.Transaction, 
  * moves. An event with no rule in this status writes only the patch.
  */
 export async function applyHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, opts: { patch?: HostPatch; requestId?: string; hostName?: string } = {}): Promise<HostMove> {
+  const move = await writeHostEvent(ctx, trx, host, event, opts.patch ?? {}, opts);
+  if (!move) throw lostRace('host', host.id, host.status);
+  return move;
+}
+
+/**
+ * A refresh's write of one host (refresh-service.ts reads hosts without
+ * locking them, so a poll or a reply never waits for a refresh to finish):
+ * applyHostEvent's compare-and-swap also on the facts version the refresh
+ * computed from, and the doc's fields merged (`doc || fields`) instead of
+ * the doc replaced, so an agent's fact stored meanwhile is never lost.
+ * Undefined when the host moved or got new facts since it was read: those
+ * facts' own refresh request covers it.
+ */
+export async function applyHostRefresh(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, write: { docFields: Record<string, unknown>; inventory?: string; suggested_role?: string }, opts: { requestId?: string; hostName?: string } = {}): Promise<HostMove | undefined> {
+  const patch: HostPatch = { ...(write.inventory !== undefined ? { inventory: write.inventory } : {}), ...(write.suggested_role !== undefined ? { suggested_role: write.suggested_role } : {}) };
+  return writeHostEvent(ctx, trx, host, event, patch, opts, { factsVersion: String(host.facts_version), docFields: write.docFields });
+}
+
+async function writeHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, patch: HostPatch, opts: { requestId?: string; hostName?: string }, guard?: { factsVersion: string; docFields: Record<string, unknown> }): Promise<HostMove | undefined> {
   const t = nextHostStatus(host.status, event);
   const statusWrite = t !== undefined && (t.to !== host.status || t.info !== host.status_info);
-  const patch = opts.patch ?? {};
-  if (!statusWrite && Object.keys(patch).length === 0) return { row: host, transition: t, moved: false };
-  const row = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx);
-  if (!row) throw lostRace('host', host.id, host.status);
+  if (!statusWrite && Object.keys(patch).length === 0 && !guard) return { row: host, transition: t, moved: false };
+  const row = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx, guard);
+  if (!row) return undefined;
   const moved = t !== undefined && t.to !== host.status;
   if (moved) {
     ctx.statusMoved?.({ aggregate: 'host', id: host.id, from: host.status, rule: t.rule });
