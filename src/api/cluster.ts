@@ -49,7 +49,8 @@ export function runApiPrimary(cfg: Config, logger: Logger): void {
   let exitCode = 0;
 
   const fork = (slot: number): Worker => {
-    const w = cluster.fork();
+    // Its slot, for work shared out among the processes (each refreshes its own clusters first: refresh-queue.ts).
+    const w = cluster.fork({ API_PROCESS_SLOT: String(slot) });
     slotOf.set(w.id, slot);
     w.on('message', (m: Message) => void answerClusterMetrics(w, m));
     return w;

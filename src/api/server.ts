@@ -34,7 +34,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   eventWakeups.start();
   const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
   // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts).
-  const refresher = cfg.apiRefresher ? startRefresher(services, cfg.database.url, logger) : undefined;
+  const shard = cfg.api.slot !== undefined && cfg.api.processes > 1 ? { index: cfg.api.slot, count: cfg.api.processes } : undefined;
+  const refresher = cfg.apiRefresher ? startRefresher(services, cfg.database.url, logger, { shard }) : undefined;
   const app = createApp({
     logger,
     temporal,

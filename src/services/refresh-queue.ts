@@ -152,14 +152,29 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
   });
 }
 
+/**
+ * One of `count` API processes on one machine: it refreshes the targets whose
+ * hash falls to it, and any other target only once its request has waited
+ * SHARD_GRACE_MS (its owner may be busy or gone). A cluster is then refreshed
+ * by the same process each time, so that process's cache of its hosts' large
+ * columns stays warm (otherwise every process re-reads and re-parses them,
+ * megabytes per refresh), and two refreshers do not race for one target.
+ */
+export interface RefreshShard {
+  index: number;
+  count: number;
+}
+const SHARD_GRACE_MS = 1000;
+
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
-export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0): Promise<number> {
+export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, shard?: RefreshShard): Promise<number> {
   let done = 0;
   const busy = new Set<string>();
   while (done < budget) {
     const query = ctx.db('refresh_requests').whereNotIn('target', [...busy]).groupBy('target').select('target').min('id as first').orderBy('first').limit(16);
     // Only targets whose first request waited the window: the facts that arrive meanwhile share the refresh.
     if (minAgeMs > 0) query.havingRaw('min(requested_at) <= clock_timestamp() - make_interval(secs => ?)', [minAgeMs / 1000]);
+    if (shard) query.havingRaw('(mod(abs(hashtext(target)), ?) = ? or min(requested_at) <= clock_timestamp() - make_interval(secs => ?))', [shard.count, shard.index, SHARD_GRACE_MS / 1000]);
     const batch = (await query) as Array<{ target: string }>;
     if (!batch.length) break;
     for (const { target } of batch) {
@@ -228,7 +243,7 @@ export interface Refresher {
  * queue when woken, and every `sweepMs` in case a notification was missed
  * (a LISTEN connection lost, a request put back after a failure).
  */
-export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number } = {}): Refresher {
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; shard?: RefreshShard } = {}): Refresher {
   const sweepMs = opts.sweepMs ?? 1000;
   const minAgeMs = opts.minAgeMs ?? COALESCE_MS;
   let closed = false;
@@ -249,7 +264,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs);
+          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.shard);
           // Requests younger than the window: their turn comes when it has passed.
           if (!closed && (await ctx.db('refresh_requests').first('id'))) {
             clearTimeout(windowTimer);
