@@ -41,6 +41,8 @@ export interface FleetOptions {
   stateDir?: string;
   /** Spread the start of the hosts over this many seconds (a fleet does not boot in one instant). */
   rampSeconds?: number;
+  /** Most keep-alive connections this fleet's hosts share (default 64); many fleets in one process need fewer each. */
+  connections?: number;
   onProgress?: (line: string) => void;
   log?: AgentLog;
   /** Told of every answer an agent gets, with its latency (bench/fleet-real.ts). */
@@ -113,7 +115,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
   signal.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => stop.abort(), o.durationSeconds * 1000);
   // One pool for the whole fleet: thousands of hosts must not mean thousands of sockets.
-  const dispatcher = new HttpAgent({ connections: 64, pipelining: 1, keepAliveTimeout: 30000 });
+  const dispatcher = new HttpAgent({ connections: o.connections ?? 64, pipelining: 1, keepAliveTimeout: 30000 });
   const agents: HostAgent[] = [];
   try {
     for (let i = 0; i < o.count; i++) {

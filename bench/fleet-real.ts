@@ -183,7 +183,9 @@ async function main(): Promise<void> {
           // Fleet k's hosts boot in the k-th slice of each ramp step, so the whole fleet's boots (and so its polls) are spread evenly.
           await sleep(((o.rampSeconds * 1000) / o.hostsPerCluster) * (k / clusters));
           return runFleet(
-            { serviceUrl: s.url, infraEnvId: infraEnvs[k]!, count, mix: count > 3 ? `control-plane:3,worker:${Math.min(workers, count - 3)}` : 'control-plane', seed: `real-${k}`, durationSeconds: total, rampSeconds: o.rampSeconds, observe, onTotals: (r) => readers.push(r) },
+            { serviceUrl: s.url, infraEnvId: infraEnvs[k]!, count, mix: count > 3 ? `control-plane:3,worker:${Math.min(workers, count - 3)}` : 'control-plane', seed: `real-${k}`, durationSeconds: total, rampSeconds: o.rampSeconds, observe,
+              // One process runs every fleet: 64 sockets each would pass the open-file limit (20,000 here) at 400 clusters.
+              connections: Math.max(2, Math.floor(8000 / clusters)), onTotals: (r) => readers.push(r) },
             stopFleet.signal,
           );
         })(),
