@@ -30,6 +30,16 @@ interface Stack {
 }
 
 async function startStack(stateDir: string, extraEnv: Record<string, string> = {}, ports?: Stack['ports']): Promise<Stack> {
+  try {
+    return await startStackOnce(stateDir, extraEnv, ports);
+  } catch (err) {
+    // A free port found by probing can be taken by a parallel test before landfall dev binds it: once more, on others.
+    if (ports || !/address already in use/.test((err as Error).message)) throw err;
+    return startStackOnce(stateDir, extraEnv);
+  }
+}
+
+async function startStackOnce(stateDir: string, extraEnv: Record<string, string> = {}, ports?: Stack['ports']): Promise<Stack> {
   const p = ports ?? { api: await freePort(), temporal: await freePort(), ui: await freePort(), pg: await freePort() };
   const env = {
     PATH: process.env.PATH!,
@@ -47,10 +57,9 @@ async function startStack(stateDir: string, extraEnv: Record<string, string> = {
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  await eventually(async () => {
-    if (proc.exitCode !== null) throw new Error(`landfall dev exited ${proc.exitCode}: ${out.slice(-2000)}`);
-    return out.includes('Landfall is running');
-  }, 120000, 'the start banner');
+  // Either the banner or the process gone (then at once, not after the whole wait).
+  await eventually(async () => proc.exitCode !== null || out.includes('Landfall is running'), 120000, 'the start banner');
+  if (proc.exitCode !== null) throw new Error(`landfall dev exited ${proc.exitCode}: ${out.slice(-2000)}`);
   return { proc, output: () => out, apiUrl: `http://127.0.0.1:${p.api}`, ports: p, stateDir };
 }
 
