@@ -66,8 +66,8 @@ function runFlow(env: Record<string, string>): Promise<{ code: number | null; ou
     writeFileSync(LOG, `${output}\n(${Math.round((Date.now() - started) / 1000)} s)\n`);
     const summary = /^aicli: (\d+) passed, (\d+) failed/m.exec(output);
     if (code !== 0 || !summary || summary[2] !== '0') {
-      const ev = await h.api.db('events').orderBy('seq').select('name', 'props', 'created_at');
-      writeFileSync(LOG + '.events', ev.map((e: { name: string; props: unknown; created_at: Date }) => `${new Date(e.created_at).toISOString()} ${e.name} ${JSON.stringify(e.props)}`).join('\n'));
+      const ev = await h.api.db('events').orderBy('seq').select('name', 'props', 'event_time');
+      writeFileSync(LOG + '.events', ev.map((e: { name: string; props: unknown; event_time: Date }) => `${new Date(e.event_time).toISOString()} ${e.name} ${JSON.stringify(e.props)}`).join('\n'));
       const hs = await h.api.db('hosts').select('id', 'status', 'status_info', 'doc');
       writeFileSync(LOG + '.hosts', JSON.stringify(hs.map((x: { id: string; status: string; status_info: string; doc: { progress?: unknown } }) => ({ id: x.id, status: x.status, info: x.status_info, progress: x.doc.progress })), null, 1));
     }
