@@ -13,8 +13,9 @@
  *   fails with that reason, in the table's own rule. A retry then starts a
  *   new attempt (day2-service.ts), or the host is reset.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { ServiceContext } from './context';
+import { workflowStatus } from './install-watch';
 import type { HostRow } from '../db/rows';
 import { DAY2_HOST_KIND, day2WorkflowId, startDay2Workflow } from './day2-service';
 import { applyHostEvent } from './status-writer';
@@ -31,13 +32,7 @@ export async function watchDay2Installs(ctx: ServiceContext): Promise<{ started:
   for (const h of hosts) {
     const workflowId = day2WorkflowId(h);
     if (!workflowId) continue;
-    let status: string;
-    try {
-      status = (await ctx.temporal.workflow.getHandle(workflowId).describe()).status.name;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError) && (err as Error).name !== 'WorkflowNotFoundError') throw err;
-      status = 'NOT_FOUND';
-    }
+    const status = await workflowStatus(ctx, workflowId);
     if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') continue;
     if (status === 'NOT_FOUND' && h.status === 'installing') {
       if (ctx.now().getTime() - new Date(h.status_updated_at).getTime() < START_GRACE_MS) continue;

@@ -33,13 +33,7 @@ export async function watchInstalls(ctx: ServiceContext): Promise<InstallWatchRe
   const clusters = (await ctx.db('clusters').whereIn('status', INSTALL_PHASES).where('install_attempt', '>', 0).select('*')) as ClusterRow[];
   for (const c of clusters) {
     const workflowId = workflowIds.installCluster(c.id, c.install_attempt);
-    let status: string;
-    try {
-      status = (await ctx.temporal.workflow.getHandle(workflowId).describe()).status.name;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError) && (err as Error).name !== 'WorkflowNotFoundError') throw err;
-      status = 'NOT_FOUND';
-    }
+    const status = await workflowStatus(ctx, workflowId);
     if (status === 'NOT_FOUND' && c.status === 'preparing-for-installation') {
       if (ctx.now().getTime() - new Date(c.status_updated_at).getTime() < START_GRACE_MS) continue;
       try {
@@ -68,4 +62,14 @@ export async function watchInstalls(ctx: ServiceContext): Promise<InstallWatchRe
   result.started.push(...day2.started);
   result.failed.push(...day2.failed);
   return result;
+}
+
+/** A workflow's status name as Temporal describes it, or NOT_FOUND when Temporal has no such workflow. */
+export async function workflowStatus(ctx: ServiceContext, workflowId: string): Promise<string> {
+  try {
+    return (await ctx.temporal.workflow.getHandle(workflowId).describe()).status.name;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError) && (err as Error).name !== 'WorkflowNotFoundError') throw err;
+    return 'NOT_FOUND';
+  }
 }
