@@ -169,6 +169,14 @@ async function forkShard(spec: ShardSpec, hosts: number): Promise<ShardHandle> {
       waiting.set(id, { resolve, reject });
       child.send(make(id));
     });
+  // The stack is what is measured; the fleet stands in for 20,000 machines that are not on this box. Under a boot storm
+  // ten fleet processes would otherwise take as much of the 2 cores as the stack (the one in-process fleet was held to
+  // one): below the stack's priority they wait instead, and what they wait shows in their loop delay.
+  try {
+    os.setPriority(child.pid!, FLEET_NICE);
+  } catch {
+    /* not allowed here: the fleet runs at the stack's priority */
+  }
   child.send({ type: 'start', spec } satisfies ToShard);
   await started;
   return {
@@ -188,6 +196,8 @@ async function forkShard(spec: ShardSpec, hosts: number): Promise<ShardHandle> {
     },
   };
 }
+
+const FLEET_NICE = 10;
 
 /** A fleet process whose loop is this late, or this busy, delays its own timestamps: its latencies overstate the service's. */
 const SATURATED = { loopP99Ms: 10, cpuCores: 0.8 };
@@ -310,7 +320,9 @@ async function main(): Promise<void> {
       const expected = every === undefined ? undefined : skippedFor(AGENT_VERSION).includes(type) ? 0 : expectedPerPoll(every, pollPeriod, earlyPollSlackMs());
       const deviation = expected === undefined || expected === 0 ? undefined : perPoll / expected - 1;
       const within10 = expected === undefined ? undefined : expected === 0 ? n === 0 : Math.abs(deviation!) <= 0.1;
-      return { type, handedOut: n, perPoll, expectedPerPoll: expected, deviation, within10 };
+      // Hosts booted over the ramp share a phase band, so a window of fewer than three of a step's intervals can catch one round more or less of it.
+      const windowCovers = every === undefined || expected === 0 || duration * 1000 >= 3 * every;
+      return { type, handedOut: n, perPoll, expectedPerPoll: expected, deviation, within10, windowCovers };
     });
     const samples = windows.reduce((acc, w) => mergeSamples(acc, w.samples), emptySamples());
     const answers: Record<string, number> = {};
@@ -347,7 +359,7 @@ async function main(): Promise<void> {
     out(`  generator   ${generator.processes} process(es); loop delay p99 worst ${fmtNum(generator.loopDelayP99MsWorst, 1)} ms, max ${fmtNum(generator.loopDelayMaxMsWorst, 1)} ms; GC pause max ${fmtNum(generator.gcMaxPauseMs, 1)} ms, ${fmtNum(generator.gcTotalMsPerProcessSecond, 1)} ms of GC per second per process; busiest ${fmtNum(generator.cpuCoresBusiest, 3)} cores → ${generator.saturatedProcesses === 0 ? 'not saturated' : `SATURATED in ${generator.saturatedProcesses} (loop p99 > ${SATURATED.loopP99Ms} ms or > ${SATURATED.cpuCores} core)`}; machine ${fmtNum(cpu.machineBusy, 2)} of ${os.cpus().length} cores busy`);
     out(`  steps per poll, by type (expected from the repeat interval and the measured poll period; target within 10 %):`);
     for (const c of cadence) {
-      out(`    ${c.type.padEnd(30)} ${fmtNum(c.handedOut).padStart(9)}   ${fmtNum(c.perPoll, 3)}/poll   expected ${c.expectedPerPoll === undefined ? '—' : fmtNum(c.expectedPerPoll, 3)}   ${c.within10 === undefined ? '' : `${c.deviation === undefined ? '(not asked of this agent)' : `${c.deviation >= 0 ? '+' : ''}${fmtNum(c.deviation * 100, 1)} %`} → ${c.within10 ? 'MET' : 'MISSED'}`}`);
+      out(`    ${c.type.padEnd(30)} ${fmtNum(c.handedOut).padStart(9)}   ${fmtNum(c.perPoll, 3)}/poll   expected ${c.expectedPerPoll === undefined ? '—' : fmtNum(c.expectedPerPoll, 3)}   ${c.within10 === undefined ? '' : `${c.deviation === undefined ? '(not asked of this agent)' : `${c.deviation >= 0 ? '+' : ''}${fmtNum(c.deviation * 100, 1)} %`} → ${c.within10 ? 'MET' : 'MISSED'}${c.windowCovers ? '' : ' (window < 3 intervals: not a verdict)'}`}`);
     }
     out(`  CPU (cores) ${Object.entries(cpu.cores).map(([k, v]) => `${k} ${fmtNum(v, 3)}`).join('   ')}   other processes ${fmtNum(cpu.other, 2)}`);
     out(`  per 1,000 hosts (cores) ${Object.entries(per1000).map(([k, v]) => `${k} ${fmtNum(v, 4)}`).join('   ')}`);
