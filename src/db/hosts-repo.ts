@@ -21,6 +21,9 @@ export type StepSends = Record<string, { d: string; at: number }>;
 
 export type HostPatch = Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at' | 'facts_version'>>;
 
+/** Every column but the large ones (inventory, doc): what a refresh reads on every round and a refresh's write returns. */
+export const HOST_LIGHT_COLUMNS = ['id', 'infra_env_id', 'cluster_id', 'status', 'status_info', 'status_updated_at', 'role', 'suggested_role', 'bootstrap', 'requested_hostname', 'checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'created_at', 'updated_at', 'facts_version'] as const;
+
 function columns(db: Knex, patch: HostPatch): Record<string, unknown> {
   const values: Record<string, unknown> = { ...patch, updated_at: new Date(), facts_version: db.raw('facts_version + 1') };
   if (patch.doc) values.doc = JSON.stringify(patch.doc);
@@ -110,7 +113,14 @@ export function createHostsRepo(db: Knex) {
       patch: HostPatch,
       status: { status: string; status_info: string } | undefined,
       q: Q = db,
-      /** Also only while the row's facts are still this version; the doc's fields merged into it rather than the doc replaced. */
+      /**
+       * Also only while the row's facts are still this version, the doc's
+       * fields merged into it rather than the doc replaced (a refresh's
+       * write). The row then comes back without its large columns, the
+       * caller knowing them: the doc is the one it read with these fields
+       * merged (jsonb `||` is the same shallow merge as an object spread),
+       * the inventory the one it read or wrote.
+       */
       guard?: { factsVersion: string; docFields: Record<string, unknown> },
     ): Promise<HostRow | undefined> {
       const values = columns(db, patch);
@@ -119,7 +129,7 @@ export function createHostsRepo(db: Knex) {
       const [r] = await t(q)
         .where({ ...byKey(k), status: fromStatus, ...(guard ? { facts_version: guard.factsVersion } : {}) })
         .update(values)
-        .returning('*')
+        .returning(guard ? [...HOST_LIGHT_COLUMNS] : '*')
         .options(PREPARED);
       return r as HostRow | undefined;
     },

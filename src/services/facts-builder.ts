@@ -17,9 +17,36 @@ function parseCached<T>(text: string | null | undefined): T | undefined {
   return v;
 }
 
-export function hostFacts(h: HostRow, nowMs: number): HostFacts {
+/**
+ * One host's parsed reports, each with the text it was parsed from, kept by
+ * the caller as long as it keeps the host (the refresher's cache of its
+ * hosts): a report is parsed again only when its text changed. The shared
+ * text-keyed cache above is bounded for every other caller and, with more
+ * hosts than its bound, re-parsed every inventory of a cluster at each
+ * refresh.
+ */
+export type ReportMemo = Map<string, { text: string; value: unknown }>;
+
+function parseReport<T>(memo: ReportMemo | undefined, field: string, text: string | null | undefined): T | undefined {
+  if (!memo) return parseCached<T>(text);
+  if (!text) return undefined;
+  const m = memo.get(field);
+  // The same string object again costs nothing; a re-read equal text, one comparison.
+  if (m && m.text === text) return m.value as T;
+  const value = parseJson<T>(text);
+  memo.set(field, { text, value });
+  return value;
+}
+
+/** The free addresses a host reported, per network (the free-network-addresses step). */
+export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: string; free_addresses: string[] }> {
+  const v = parseReport<Array<{ network: string; free_addresses: string[] }>>(memo, 'free_addresses', (h.doc as Json).free_addresses as string | undefined);
+  return Array.isArray(v) ? v : [];
+}
+
+export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFacts {
   const d = h.doc as Json;
-  const inventory = parseCached<Inventory>(h.inventory);
+  const inventory = parseReport<Inventory>(memo, 'inventory', h.inventory);
   const disks = parseJson<{ io_sync_duration?: number }>(d.disks_info as string | undefined);
   const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
   return {
@@ -32,9 +59,9 @@ export function hostFacts(h: HostRow, nowMs: number): HostFacts {
     hostname: h.requested_hostname ?? inventory?.hostname,
     requestedHostname: h.requested_hostname ?? undefined,
     inventory,
-    connectivity: parseCached<ConnectivityReport>(d.connectivity as string | undefined),
+    connectivity: parseReport<ConnectivityReport>(memo, 'connectivity', d.connectivity as string | undefined),
     ntpSources: parseJson(d.ntp_sources as string | undefined),
-    imagesStatus: parseCached<{ images?: Array<{ name: string; result: string }> }>(d.images_status as string | undefined)?.images ?? undefined,
+    imagesStatus: parseReport<{ images?: Array<{ name: string; result: string }> }>(memo, 'images_status', d.images_status as string | undefined)?.images ?? undefined,
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,
     sinceCheckInMs: checkedIn === undefined ? undefined : Math.max(0, nowMs - checkedIn),

@@ -166,8 +166,19 @@ export interface RefreshShard {
 }
 const SHARD_GRACE_MS = 1000;
 
+/**
+ * How many targets one refresher refreshes at a time, each in its own
+ * transaction on its own connection. A refresh is a dozen round trips; one
+ * at a time, in a process that is also answering polls, each waits its turn
+ * on the event loop, so a burst of reports into different clusters queued
+ * for hundreds of milliseconds behind each other. Targets are independent (an
+ * advisory lock per target), so they overlap; the bound leaves most of the
+ * pool (DATABASE_POOL_MAX, default 10) to the requests.
+ */
+export const REFRESH_CONCURRENCY = 4;
+
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
-export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, shard?: RefreshShard): Promise<number> {
+export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, shard?: RefreshShard, concurrency = 1): Promise<number> {
   let done = 0;
   const busy = new Set<string>();
   while (done < budget) {
@@ -175,19 +186,27 @@ export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinit
     // Only targets whose first request waited the window: the facts that arrive meanwhile share the refresh.
     if (minAgeMs > 0) query.havingRaw('min(requested_at) <= clock_timestamp() - make_interval(secs => ?)', [minAgeMs / 1000]);
     if (shard) query.havingRaw('(mod(abs(hashtext(target)), ?) = ? or min(requested_at) <= clock_timestamp() - make_interval(secs => ?))', [shard.count, shard.index, SHARD_GRACE_MS / 1000]);
-    const batch = (await query) as Array<{ target: string }>;
+    const batch = ((await query) as Array<{ target: string }>).slice(0, Math.max(0, budget - done));
     if (!batch.length) break;
-    for (const { target } of batch) {
-      try {
-        if (await refreshTarget(ctx, target, false)) done++;
-        // Held by another refresher: it covers this target; leave it for this round.
-        else busy.add(target);
-      } catch (err) {
-        logger?.warn({ err: (err as Error).message, target }, 'refresh failed; its request stays for the next round');
-        throw err;
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < batch.length) {
+        const { target } = batch[next++]!;
+        try {
+          if (await refreshTarget(ctx, target, false)) done++;
+          // Held by another refresher: it covers this target; leave it for this round.
+          else busy.add(target);
+        } catch (err) {
+          logger?.warn({ err: (err as Error).message, target }, 'refresh failed; its request stays for the next round');
+          throw err;
+        }
       }
-      if (done >= budget) break;
-    }
+    };
+    const lanes = Array.from({ length: Math.min(Math.max(1, concurrency), batch.length) }, lane);
+    // Every lane ends before a failure is passed on: no refresh is left running behind the caller.
+    const outcomes = await Promise.allSettled(lanes);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
   }
   return done;
 }
@@ -243,7 +262,7 @@ export interface Refresher {
  * queue when woken, and every `sweepMs` in case a notification was missed
  * (a LISTEN connection lost, a request put back after a failure).
  */
-export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; shard?: RefreshShard } = {}): Refresher {
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; shard?: RefreshShard; concurrency?: number } = {}): Refresher {
   const sweepMs = opts.sweepMs ?? 1000;
   const minAgeMs = opts.minAgeMs ?? COALESCE_MS;
   let closed = false;
@@ -264,7 +283,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.shard);
+          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.shard, opts.concurrency ?? REFRESH_CONCURRENCY);
           // Requests younger than the window: their turn comes when it has passed.
           if (!closed && (await ctx.db('refresh_requests').first('id'))) {
             clearTimeout(windowTimer);

@@ -19,7 +19,9 @@ import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
-import { clusterFacts, hostFacts } from './facts-builder';
+import { clusterFacts, freeAddresses, hostFacts, type ReportMemo } from './facts-builder';
+import { HOST_LIGHT_COLUMNS } from '../db/hosts-repo';
+import { PREPARED } from '../db/database';
 import { applyClusterEvent, applyHostRefresh } from './status-writer';
 import { requestRefresh } from './refresh-queue';
 import type { ServiceContext } from './context';
@@ -138,7 +140,7 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
  * When the user gave VIPs but no machine network, the machine network is the
  * host network that contains the API VIP (what AS calls the calculated CIDR).
  */
-function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json | undefined {
+function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network: string; free_addresses: string[] }>>): Json | undefined {
   const patch: Json = {};
   if (!c.machineNetworks.length && !c.userManagedNetworking && c.apiVips[0]) {
     const nets = [...new Set(c.hosts.flatMap(hostNetworks))];
@@ -154,13 +156,6 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
   for (const cidr of c.machineNetworks.length ? c.machineNetworks : target ? [target] : []) groups[cidr] = majorityGroupCached(c.hosts, cidr);
   const groupsText = JSON.stringify(groups);
   if (groupsText !== (doc.connectivity_majority_groups ?? '{}')) patch.connectivity_majority_groups = groupsText;
-  const free = hostRows.map((h) => {
-    try {
-      return JSON.parse(String((h.doc as Json).free_addresses ?? '[]')) as Array<{ network: string; free_addresses: string[] }>;
-    } catch {
-      return [];
-    }
-  });
   const vips = target ? vipSuggestions(free, target) : [];
   const suggestions = JSON.stringify({ machine_network: target ?? null, api_vip: vips[0] ?? null, ingress_vip: vips[1] ?? null });
   if (suggestions !== doc.network_suggestions) patch.network_suggestions = suggestions;
@@ -177,23 +172,49 @@ function deriveNetworks(c: ClusterFacts, doc: Json, hostRows: HostRow[]): Json |
  * row moves it, in SQL, so two writes in one millisecond are still told
  * apart); with 100 hosts that is megabytes per refresh otherwise. Poll-time
  * columns (checked_in_at, the agent's timestamp) are always read fresh, since
- * a poll does not write the large columns.
+ * a poll does not write the large columns. A refresh's own write leaves the
+ * cache current (rememberWritten), so the next refresh of the cluster reads
+ * again only the hosts agents reported on meanwhile; and each host's parsed
+ * reports stay with it (ReportMemo), so only a changed report is parsed.
  */
-const LIGHT_COLUMNS = ['id', 'infra_env_id', 'cluster_id', 'status', 'status_info', 'status_updated_at', 'role', 'suggested_role', 'bootstrap', 'requested_hostname', 'checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'created_at', 'updated_at', 'facts_version'] as const;
-const heavyCache = new Map<string, { version: string; inventory: string | null; doc: HostRow['doc'] }>();
+interface CachedHost {
+  version: string;
+  inventory: string | null;
+  doc: HostRow['doc'];
+  memo: ReportMemo;
+}
+/**
+ * Bounded: the least recently refreshed hosts leave first. A process keeps
+ * the hosts of the clusters its refresher shard owns (RefreshShard), so the
+ * bound is per process, not per fleet.
+ */
+const HEAVY_CACHE_HOSTS = 30_000;
+const heavyCache = new Map<string, CachedHost>();
+const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
 
-async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<HostRow[]> {
-  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...LIGHT_COLUMNS)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
-  const key = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
-  const stale = light.filter((r) => heavyCache.get(key(r))?.version !== String(r.facts_version));
+function remember(k: string, entry: CachedHost): void {
+  heavyCache.delete(k);
+  heavyCache.set(k, entry);
+  if (heavyCache.size > HEAVY_CACHE_HOSTS) heavyCache.delete(heavyCache.keys().next().value!);
+}
+
+/** After the refresh's own write: the row it wrote is what the next refresh reads, without reading it again. */
+function rememberWritten(row: HostRow): void {
+  const k = cacheKey(row);
+  const had = heavyCache.get(k);
+  if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo });
+}
+
+async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; memo: ReportMemo }>> {
+  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...HOST_LIGHT_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
+  const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
   if (stale.length) {
     const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'facts_version')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
-    for (const h of heavy) heavyCache.set(key(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc });
-    if (heavyCache.size > 200_000) heavyCache.clear();
+    for (const h of heavy) remember(cacheKey(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(cacheKey(h))?.memo ?? new Map() });
   }
   return light.map((r) => {
-    const h = heavyCache.get(key(r))!;
-    return { ...r, inventory: h.inventory, doc: h.doc } as HostRow;
+    const h = heavyCache.get(cacheKey(r))!;
+    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, memo: h.memo };
   });
 }
 
@@ -219,13 +240,14 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const settings = lifecycleSettings(ctx);
   let cluster = await ctx.repos.clusters.getForRefresh(clusterId, trx);
   if (!cluster) return undefined;
-  const rows = await clusterHosts(trx, clusterId);
+  const read = await clusterHosts(trx, clusterId);
+  const rows = read.map((r) => r.row);
   const now = ctx.now().getTime();
-  const hostList = rows.map((r) => hostFacts(r, now));
+  const hostList = read.map((r) => hostFacts(r.row, now, r.memo));
   const stamp = stepViewStamp(cluster, hostList);
   if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const facts = clusterFacts(cluster, hostList, ctx.releases);
-  const derived = deriveNetworks(facts, cluster.doc as Json, rows);
+  const derived = deriveNetworks(facts, cluster.doc as Json, read.map((r) => freeAddresses(r.row, r.memo)));
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
 
@@ -234,6 +256,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   for (let i = 0; i < rows.length; i++) {
     const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId);
     lost ||= !written;
+    if (written && written !== rows[i]) rememberWritten(written);
     updatedRows.push(written ?? rows[i]!);
   }
   // A host that changed while this refresh computed was left as it was; its change asked for a refresh, and so does this.

@@ -102,8 +102,10 @@ async function writeHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: 
   const t = nextHostStatus(host.status, event);
   const statusWrite = t !== undefined && (t.to !== host.status || t.info !== host.status_info);
   if (!statusWrite && Object.keys(patch).length === 0 && !guard) return { row: host, transition: t, moved: false };
-  const row = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx, guard);
-  if (!row) return undefined;
+  const written = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx, guard);
+  if (!written) return undefined;
+  // A guarded write returns no large columns: they are what the caller read, with what it wrote.
+  const row: HostRow = guard ? { ...written, inventory: patch.inventory !== undefined ? (patch.inventory as string | null) : host.inventory, doc: { ...(host.doc as Record<string, unknown>), ...guard.docFields } } : written;
   const moved = t !== undefined && t.to !== host.status;
   if (moved) {
     ctx.statusMoved?.({ aggregate: 'host', id: host.id, from: host.status, rule: t.rule });

@@ -1,0 +1,151 @@
+/**
+ * The refresher's economies on a real PostgreSQL (src/services/refresh-service.ts,
+ * src/services/refresh-queue.ts): a refresh re-reads the large columns only of
+ * hosts an agent reported on since the last refresh (its own writes leave the
+ * process's copy current), the copy never hides a change made elsewhere, and
+ * one refresher works on several clusters at a time.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { parseConfig } from '../../src/config';
+import { createDb, type Db } from '../../src/db/database';
+import { migrateLatest } from '../../src/db/migrations';
+import { createRepos, type ServiceContext } from '../../src/services/context';
+import { buildServiceContext } from '../../src/services/build-context';
+import { LocalObjectStore } from '../../src/storage/local-object-store';
+import type { Principal } from '../../src/auth/principal';
+import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
+import * as agents from '../../src/services/agent-service';
+import * as clusters from '../../src/services/clusters-service';
+import * as infraEnvs from '../../src/services/infra-envs-service';
+import { refreshCluster } from '../../src/services/refresh-service';
+import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
+import { startTestPostgres, tempDir } from '../support/services';
+import { PULL_SECRET } from '../support/api-harness';
+
+let pg: EmbeddedPg;
+let db: Db;
+let ctx: ServiceContext;
+const user: Principal = { kind: 'admin', user: 'root' };
+const agent = (infraEnvId: string): Principal => ({ kind: 'agent', infraEnvId });
+const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
+
+/** Every statement text sent, with its bindings, while `fn` runs. */
+const sent: Array<{ sql: string; bindings: unknown[] }> = [];
+const onQuery = (q: { sql: string; bindings?: unknown[] }) => sent.push({ sql: q.sql, bindings: q.bindings ?? [] });
+
+beforeAll(async () => {
+  pg = await startTestPostgres(`refresh_cache_${Math.random().toString(36).slice(2, 8)}`);
+  db = createDb(pg.url, 8);
+  await migrateLatest(db);
+  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('refresh-cache-objects') });
+  ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir('refresh-cache-store')), temporal: noTemporal });
+  db.on('query', onQuery);
+}, 60_000);
+afterAll(async () => {
+  await db?.destroy();
+  await pg?.stop();
+});
+
+const inventory = (hostname: string, ip: string, memGiB: number) =>
+  JSON.stringify({
+    hostname,
+    cpu: { count: 16, architecture: 'x86_64' },
+    memory: { physical_bytes: memGiB * 1024 ** 3, usable_bytes: memGiB * 1024 ** 3 },
+    disks: [{ id: `/dev/disk/by-id/${hostname}`, by_id: `/dev/disk/by-id/${hostname}`, name: 'sda', path: '/dev/sda', drive_type: 'SSD', size_bytes: 500e9, serial: hostname }],
+    interfaces: [{ name: 'eth0', mac_address: `52:54:00:12:34:${ip.split('.')[3]!.padStart(2, '0').slice(-2)}`, ipv4_addresses: [`${ip}/24`], flags: ['up'], has_carrier: true, mtu: 1500, type: 'physical' }],
+    routes: [{ family: 2, interface: 'eth0', destination: '0.0.0.0', gateway: '10.78.0.1' }],
+    system_vendor: { manufacturer: 'QEMU', product_name: 'Standard PC', virtual: true },
+  });
+
+interface Env {
+  clusterId: string;
+  infraEnvId: string;
+  hostIds: string[];
+}
+
+async function newCluster(name: string, hosts: number, net: number): Promise<Env> {
+  const c = await clusters.createCluster(ctx, user, { name, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com', machine_networks: [{ cidr: `10.${net}.0.0/24` }] });
+  const ie = await infraEnvs.createInfraEnv(ctx, user, { name: `${name}-ie`, pull_secret: PULL_SECRET, cluster_id: c.id });
+  const env = { clusterId: c.id, infraEnvId: ie.id, hostIds: [] as string[] };
+  for (let i = 1; i <= hosts; i++) {
+    const hostId = randomUUID();
+    await agents.registerHost(ctx, agent(ie.id), ie.id, { host_id: hostId });
+    await report(env, hostId, `${name}-h${i}`, `10.${net}.0.${10 + i}`, 64);
+    env.hostIds.push(hostId);
+  }
+  return env;
+}
+const report = (env: { infraEnvId: string }, hostId: string, hostname: string, ip: string, memGiB: number) =>
+  agents.postStepReply(ctx, agent(env.infraEnvId), env.infraEnvId, hostId, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(hostname, ip, memGiB) });
+const refresh = (env: Env) => db.transaction((trx) => refreshCluster(ctx, trx, env.clusterId));
+
+/** The hosts whose large columns a statement of `sent` read again (the refresh's second read). */
+const heavyReads = () =>
+  sent
+    .filter((s) => /^select "id", "infra_env_id", "inventory", "doc", "facts_version" from "hosts"/.test(s.sql))
+    .flatMap((s) => s.bindings.filter((_, i) => i % 2 === 1) as string[]);
+const hostWrites = () => sent.filter((s) => /^update "hosts" set .*"facts_version" = facts_version \+ 1/.test(s.sql)).length;
+const validation = async (hostId: string, id: string) => {
+  const doc = ((await db('hosts').where({ id: hostId }).first('doc')) as { doc: { validations_info: string } }).doc;
+  return Object.values(JSON.parse(doc.validations_info) as Record<string, Array<{ id: string; status: string }>>)
+    .flat()
+    .find((v) => v.id === id)?.status;
+};
+
+describe('the refresher keeps its copy of a cluster\'s hosts current', () => {
+  it('re-reads only hosts reported on meanwhile, not the ones it wrote itself, and sees every change', async () => {
+    const env = await newCluster('cache', 3, 78);
+    await refresh(env);
+    expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('success');
+
+    // Host 1 reports too little memory: the refresh reads that host again (and only it) and writes its failing validation.
+    await report(env, env.hostIds[0]!, 'cache-h1', '10.78.0.11', 1);
+    sent.length = 0;
+    await refresh(env);
+    expect(heavyReads()).toEqual([env.hostIds[0]]);
+    expect(hostWrites()).toBeGreaterThanOrEqual(1);
+    expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('failure');
+
+    // Nothing reported since: the refresh's own write did not make its copy stale, so nothing is read again or written.
+    sent.length = 0;
+    await refresh(env);
+    expect(heavyReads()).toEqual([]);
+    expect(hostWrites()).toBe(0);
+
+    // A change made outside this refresher (an agent's reply in another process) is still seen.
+    await report(env, env.hostIds[0]!, 'cache-h1', '10.78.0.11', 64);
+    sent.length = 0;
+    await refresh(env);
+    expect(heavyReads()).toEqual([env.hostIds[0]]);
+    expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('success');
+  });
+});
+
+describe('a refresher works on several clusters at a time', () => {
+  it('overlaps up to its concurrency and refreshes every pending cluster', async () => {
+    const envs: Env[] = [];
+    for (let i = 0; i < 6; i++) envs.push(await newCluster(`lane${i}`, 1, 80 + i));
+    const drain = async (concurrency: number) => {
+      await db('refresh_requests').delete();
+      for (const e of envs) await requestRefresh(db, { clusterId: e.clusterId });
+      let inFlight = 0;
+      let most = 0;
+      // The refresher's own handle on the database, counting the transactions open at once.
+      const counted = new Proxy(db, {
+        get: (target, prop, receiver) =>
+          prop === 'transaction'
+            ? (fn: (trx: unknown) => Promise<unknown>) => {
+                inFlight++;
+                most = Math.max(most, inFlight);
+                return (target.transaction(fn as never) as Promise<unknown>).finally(() => inFlight--);
+              }
+            : Reflect.get(target, prop, receiver),
+      });
+      const done = await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, undefined, concurrency);
+      return { done, most, left: Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n) };
+    };
+    expect(await drain(1)).toEqual({ done: 6, most: 1, left: 0 });
+    expect(await drain(4)).toEqual({ done: 6, most: 4, left: 0 });
+  });
+});
