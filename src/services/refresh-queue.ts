@@ -134,12 +134,20 @@ const LOCK_SPACE = 0x4c46_5246; // 'LFRF'
  */
 async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean): Promise<boolean> {
   return ctx.db.transaction(async (trx) => {
-    if (wait) await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [LOCK_SPACE, target]);
-    else {
-      const got = (await trx.raw('select pg_try_advisory_xact_lock(?, hashtext(?)) as ok', [LOCK_SPACE, target])) as { rows: Array<{ ok: boolean }> };
-      if (!got.rows[0]!.ok) return false;
+    let rows: RequestRow[];
+    if (wait) {
+      await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [LOCK_SPACE, target]);
+      rows = (await trx('refresh_requests').where({ target }).delete().returning(['cluster_id', 'infra_env_id', 'host_id'])) as RequestRow[];
+    } else {
+      // Lock and claim in one round trip: a row is deleted only where the lock was had. Held by another
+      // refresher, the condition fails before any row lock is taken (nothing waits) and nothing comes back,
+      // as when nothing is pending: either way this round leaves the target.
+      const claimed = (await trx.raw(
+        `delete from refresh_requests where target = ? and pg_try_advisory_xact_lock(?, hashtext(?)) returning cluster_id, infra_env_id, host_id`,
+        [target, LOCK_SPACE, target],
+      )) as { rows: RequestRow[] };
+      rows = claimed.rows;
     }
-    const rows = (await trx('refresh_requests').where({ target }).delete().returning(['cluster_id', 'infra_env_id', 'host_id'])) as RequestRow[];
     const r = rows[0];
     if (!r) return false;
     if (r.cluster_id) await refreshCluster(ctx, trx, r.cluster_id);
