@@ -148,4 +148,15 @@ describe('a refresher works on several clusters at a time', () => {
     expect(await drain(1)).toEqual({ done: 6, most: 1, left: 0 });
     expect(await drain(4)).toEqual({ done: 6, most: 4, left: 0 });
   });
+
+  it('claims each target once when two refreshers drain the same queue', async () => {
+    const envs: Env[] = [];
+    for (let i = 0; i < 8; i++) envs.push(await newCluster(`pair${i}`, 1, 90 + i));
+    await db('refresh_requests').delete();
+    // Two requests per target, as two replies into one cluster leave: one claim takes both.
+    for (const e of envs) for (let k = 0; k < 2; k++) await requestRefresh(db, { clusterId: e.clusterId });
+    const [a, b] = await Promise.all([drainRefreshRequests(ctx, Infinity, undefined, 0, undefined, 4), drainRefreshRequests(ctx, Infinity, undefined, 0, undefined, 4)]);
+    expect(a + b).toBe(8);
+    expect(Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(0);
+  });
 });
