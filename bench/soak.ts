@@ -31,6 +31,7 @@ interface Options {
   hostsPerCluster: number;
   rate: number;
   processes?: number;
+  nodeOptions?: string;
   sampleSeconds: number;
   postRatio: number;
   freshnessIntervalMs: number;
@@ -46,6 +47,7 @@ const USAGE = `usage: node dist/bench/soak.js [options]
   --hosts-per-cluster N     hosts per cluster (default 50)
   --rate R                  offered requests/s, open loop (default 1000; the hosts' own cadence is hosts/60)
   --processes N             API_PROCESSES of \`landfall api\` (default: unset, the service's own default)
+  --node-options "…"        NODE_OPTIONS of the API processes only
   --sample-seconds S        memory sampling period (default 10)
   --post-ratio R            share of inventory replies in the mix (default 0.1)
   --freshness-interval MS   one report → visible sample every MS (default 1000; 0: none)
@@ -71,6 +73,7 @@ function parseArgs(argv: string[]): Options {
       case '--hosts-per-cluster': o.hostsPerCluster = Math.floor(num(a, next(), 1, 1_000_000)); break;
       case '--rate': o.rate = num(a, next(), 1, 1_000_000); break;
       case '--processes': o.processes = Math.floor(num(a, next(), 1, 64)); break;
+      case '--node-options': o.nodeOptions = next(); break;
       case '--sample-seconds': o.sampleSeconds = num(a, next(), 1, 600); break;
       case '--post-ratio': o.postRatio = num(a, next(), 0, 1); break;
       case '--freshness-interval': o.freshnessIntervalMs = num(a, next(), 0, 60_000); break;
@@ -145,7 +148,7 @@ async function main(): Promise<void> {
   try {
     const cadence = opts.hosts / POLL_SECONDS;
     log(`soak: ${fmt(opts.hosts)} hosts, ${fmt(opts.rate)} req/s offered (${fmt(opts.rate / cadence, 1)}x their own cadence of ${fmt(cadence)}/s) for ${opts.minutes} min, API_PROCESSES ${opts.processes ?? 'unset (service default)'}; load average ${loadBefore.loadavg.map((x) => x.toFixed(2)).join(', ')}`);
-    stack = await startStack({ processes: opts.processes });
+    stack = await startStack({ processes: opts.processes, nodeOptions: opts.nodeOptions });
     const s = stack;
     const fleet = await populate(s, opts.hosts, opts.hostsPerCluster, opts.registerConcurrency);
     log(`set-up: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters in ${fmt(fleet.registerSeconds, 1)} s; API RSS ${mb(treeRssKb(s.apiPid).kb)}`);

@@ -102,11 +102,16 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
 }
 
 /** The host's refresh; undefined when it was not written because the host changed since it was read (applyHostRefresh). */
-async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string): Promise<HostRow | undefined> {
-  const disks = decideDisks(row, facts, cluster, settings);
-  const results = HOST_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { cluster, settings }) }));
-  const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
-  const details = remediation(results);
+async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string, kept?: KeptValidation): Promise<HostRow | undefined> {
+  let v = kept?.slot.validated;
+  // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
+  const disks = v && v.inputs === kept!.inputs ? undefined : decideDisks(row, facts, cluster, settings);
+  if (!v || v.inputs !== kept!.inputs) {
+    const results = HOST_VALIDATIONS.map((spec) => ({ id: spec.id, ...spec.check(facts, { cluster, settings }) }));
+    v = { inputs: kept?.inputs ?? '', results, info: validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!), details: remediation(results) };
+    if (kept) kept.slot.validated = v;
+  }
+  const { results, info, details } = v;
   // Only pre-install statuses have Refresh rules: for the others the table answers undefined.
   const event = { type: 'Refresh' as const, summary: hostSummary(results) };
   const transition = nextHostStatus(row.status, event);
@@ -163,6 +168,56 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
 }
 
 /**
+ * What a host's validations are computed from, as text: a host whose inputs
+ * are the same as at its last refresh keeps its results without running the
+ * checks (a cluster refresh after one host's report re-validates that host,
+ * not all fifty). Two parts:
+ * - its own facts: everything the row's writes move (facts_version: every
+ *   write of a host moves it), the columns read fresh, and what time changes
+ *   (whether it is connected, how far its clock is from the service's);
+ * - what it sees of the cluster (sharedInputs): the cluster's facts and,
+ *   of every host, what checks read of a peer (id, name, role, status, its
+ *   addresses, whom it reached).
+ * A check that starts reading something else of a peer must be added here.
+ */
+function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): string {
+  const connected = f.sinceCheckInMs !== undefined && f.sinceCheckInMs <= settings.disconnectTimeoutMs;
+  // Disconnected, its message counts the seconds since its last poll.
+  const silence = connected ? 'c' : String(f.sinceCheckInMs === undefined ? 'never' : Math.round(f.sinceCheckInMs / 1000));
+  const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? '' : String(f.agentTimestampS - f.serviceTimestampS);
+  return JSON.stringify([String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock]);
+}
+
+const nicsText = new WeakMap<object, string>();
+function addressedNics(f: HostFacts): string {
+  if (!f.inventory) return '';
+  let t = nicsText.get(f.inventory);
+  if (t === undefined) nicsText.set(f.inventory, (t = JSON.stringify((f.inventory.interfaces ?? []).map((i) => [i.name, i.mac_address, i.ipv4_addresses, i.has_carrier]))));
+  return t;
+}
+
+/**
+ * Whom a host reached at L3, at which addresses: what a peer's check reads
+ * of its connectivity report (majority group, who cannot reach whom), and
+ * unlike latency and loss the same from one report to the next.
+ */
+const reachText = new WeakMap<object, string>();
+function reached(f: HostFacts): string {
+  if (!f.connectivity) return '';
+  let t = reachText.get(f.connectivity);
+  if (t === undefined) {
+    const pairs = (f.connectivity.remote_hosts ?? []).map((r) => `${r.host_id}=${(r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address).sort().join(',')}`);
+    reachText.set(f.connectivity, (t = createHash('sha1').update(pairs.sort().join(';')).digest('base64url')));
+  }
+  return t;
+}
+
+function sharedInputs(c: ClusterFacts): string {
+  const peers = c.hosts.map((h) => [h.id, h.hostname ?? null, h.role, h.suggestedRole, h.status, h.day2, addressedNics(h), reached(h)]);
+  return JSON.stringify([{ ...c, hosts: undefined }, peers]);
+}
+
+/**
  * Host rows of a cluster, not locked: the cluster's lock keeps refreshes of
  * it one at a time, and each host is written with compare-and-swap on the
  * facts it was read with (applyHostRefresh), so a poll's check-in or an
@@ -182,6 +237,18 @@ interface CachedHost {
   inventory: string | null;
   doc: HostRow['doc'];
   memo: ReportMemo;
+  /** The host's validations at its last refresh, and the inputs they were computed from (validationInputs). */
+  validated?: Validated;
+}
+interface Validated {
+  inputs: string;
+  results: ValidationResult[];
+  info: string;
+  details: string;
+}
+interface KeptValidation {
+  inputs: string;
+  slot: { validated?: Validated };
 }
 /**
  * Bounded: the least recently refreshed hosts leave first. A process keeps
@@ -189,6 +256,12 @@ interface CachedHost {
  * bound is per process, not per fleet.
  */
 const HEAVY_CACHE_HOSTS = 30_000;
+/**
+ * What a refresh reads of every host each time: what facts and the status
+ * writer use. Not the other timestamps: parsing dates is a noticeable share
+ * of a refresh's CPU (four per host, fifty hosts).
+ */
+const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
 const heavyCache = new Map<string, CachedHost>();
 const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
 
@@ -205,8 +278,8 @@ function rememberWritten(row: HostRow): void {
   if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo });
 }
 
-async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; memo: ReportMemo }>> {
-  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...HOST_LIGHT_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
+async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; memo: ReportMemo; entry: CachedHost }>> {
+  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
   if (stale.length) {
     const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'facts_version')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
@@ -214,7 +287,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<A
   }
   return light.map((r) => {
     const h = heavyCache.get(cacheKey(r))!;
-    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, memo: h.memo };
+    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, memo: h.memo, entry: h };
   });
 }
 
@@ -230,11 +303,13 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
   // Only the peers' addressed NICs: an inventory whose memory or disks changed leaves every host's view as it was.
   for (const f of hosts) {
     if (!f.inventory) continue;
-    h.update(`\u0000${f.id}`);
-    for (const i of f.inventory.interfaces ?? []) if (i.ipv4_addresses?.length) h.update(`\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`);
+    let nics = viewNics.get(f.inventory);
+    if (nics === undefined) viewNics.set(f.inventory, (nics = (f.inventory.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
+    h.update(`\u0000${f.id}${nics}`);
   }
   return h.digest('base64url').slice(0, 22);
 }
+const viewNics = new WeakMap<object, string>();
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
   const settings = lifecycleSettings(ctx);
@@ -251,10 +326,12 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
 
+  const shared = sharedInputs(facts);
   const updatedRows: HostRow[] = [];
   let lost = false;
   for (let i = 0; i < rows.length; i++) {
-    const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId);
+    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, slot: read[i]!.entry };
+    const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId, kept);
     lost ||= !written;
     if (written && written !== rows[i]) rememberWritten(written);
     updatedRows.push(written ?? rows[i]!);

@@ -19,6 +19,7 @@ import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { refreshCluster } from '../../src/services/refresh-service';
+import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestPostgres, tempDir } from '../support/services';
 import { PULL_SECRET } from '../support/api-harness';
@@ -119,6 +120,41 @@ describe('the refresher keeps its copy of a cluster\'s hosts current', () => {
     await refresh(env);
     expect(heavyReads()).toEqual([env.hostIds[0]]);
     expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('success');
+  });
+});
+
+describe('a refresh re-validates only hosts whose inputs changed', () => {
+  it('keeps the others\' results, yet follows what a peer or the clock changes for them', async () => {
+    const env = await newCluster('inputs', 3, 79);
+    // Twice: the first refresh moves the hosts' statuses, which every host's checks see.
+    await refresh(env);
+    await refresh(env);
+    const spec = HOST_VALIDATIONS.find((v) => v.id === 'has-min-memory')!;
+    const spy = jest.spyOn(spec, 'check');
+    try {
+      // One host reports more memory (its status and role stay): its checks run, the other two keep theirs.
+      await report(env, env.hostIds[0]!, 'inputs-h1', '10.79.0.11', 65);
+      await refresh(env);
+      expect(spy.mock.calls.map(([facts]) => facts.id)).toEqual([env.hostIds[0]]);
+      spy.mockClear();
+      // Its own write moved its facts version: once more for it, then for nobody.
+      await refresh(env);
+      await refresh(env);
+      expect(spy.mock.calls.map(([facts]) => facts.id)).toEqual([env.hostIds[0]]);
+    } finally {
+      spy.mockRestore();
+    }
+
+    // A peer takes host 3's name: host 3 reported nothing, and still its hostname-unique fails.
+    expect(await validation(env.hostIds[2]!, 'hostname-unique')).toBe('success');
+    await report(env, env.hostIds[1]!, 'inputs-h3', '10.79.0.12', 64);
+    await refresh(env);
+    expect(await validation(env.hostIds[2]!, 'hostname-unique')).toBe('failure');
+
+    // Host 3 stops polling (a check-in is not a facts write): the clock alone makes it disconnected.
+    await db('hosts').where({ id: env.hostIds[2] }).update({ checked_in_at: new Date(Date.now() - 3_600_000) });
+    await refresh(env);
+    expect(await validation(env.hostIds[2]!, 'connected')).toBe('failure');
   });
 });
 

@@ -18,30 +18,44 @@ export function networkOf(cidrAddress: string): string {
   return `${net >>> 24}.${(net >>> 16) & 255}.${(net >>> 8) & 255}.${net & 255}/${prefix}`;
 }
 
+const networksCache = new WeakMap<object, string[]>();
+
 export function hostNetworks(h: HostFacts): string[] {
-  return [...new Set((h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))];
-}
-
-const addressCache = new WeakMap<HostFacts, Map<string, string[]>>();
-
-/** The host's addresses inside `cidr`; memoised per facts object, since refresh asks for every pair of hosts. */
-export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
-  let perCidr = addressCache.get(h);
-  if (!perCidr) addressCache.set(h, (perCidr = new Map()));
-  let out = perCidr.get(cidr);
-  if (!out) perCidr.set(cidr, (out = (h.inventory?.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr))));
+  if (!h.inventory) return [];
+  let out = networksCache.get(h.inventory);
+  if (!out) networksCache.set(h.inventory, (out = [...new Set((h.inventory.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))]));
   return out;
 }
 
-const reachCache = new WeakMap<HostFacts, Map<string, Set<string>>>();
+/*
+ * Memoised on the parsed report, not on the facts object: the refresher keeps
+ * a host's parsed inventory and connectivity report from one refresh to the
+ * next while their text is unchanged (facts-builder ReportMemo), so a cluster
+ * refresh recomputes these only for the hosts that reported.
+ */
+const addressCache = new WeakMap<object, Map<string, string[]>>();
+
+/** The host's addresses inside `cidr`; memoised per inventory, since refresh asks for every pair of hosts. */
+export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
+  if (!h.inventory) return [];
+  let perCidr = addressCache.get(h.inventory);
+  if (!perCidr) addressCache.set(h.inventory, (perCidr = new Map()));
+  let out = perCidr.get(cidr);
+  if (!out) perCidr.set(cidr, (out = (h.inventory.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr))));
+  return out;
+}
+
+const reachCache = new WeakMap<object, Map<string, Set<string>>>();
+const NOTHING_REACHED = new Map<string, Set<string>>();
 
 /** Per reporting host: peer id → the peer addresses it reached at L3. */
 function reachedAddresses(from: HostFacts): Map<string, Set<string>> {
-  let m = reachCache.get(from);
+  if (!from.connectivity) return NOTHING_REACHED;
+  let m = reachCache.get(from.connectivity);
   if (!m) {
     m = new Map();
-    for (const r of from.connectivity?.remote_hosts ?? []) m.set(r.host_id, new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address)));
-    reachCache.set(from, m);
+    for (const r of from.connectivity.remote_hosts ?? []) m.set(r.host_id, new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address)));
+    reachCache.set(from.connectivity, m);
   }
   return m;
 }
@@ -78,11 +92,22 @@ export function majorityGroupCached(hosts: HostFacts[], cidr: string): string[] 
 
 export function majorityGroup(hosts: HostFacts[], cidr: string): string[] {
   const members = hosts.filter((h) => hostAddressesIn(h, cidr).length > 0);
-  const both = (a: HostFacts, b: HostFacts) => reaches(a, b, cidr) && reaches(b, a, cidr);
-  const degree = new Map(members.map((h) => [h.id, members.filter((o) => o !== h && both(h, o)).length]));
-  const ordered = [...members].sort((a, b) => degree.get(b.id)! - degree.get(a.id)! || a.id.localeCompare(b.id));
+  // Who reaches whom both ways, each pair asked once (the greedy pass below asks again and again).
+  const mutual = new Map<string, Set<string>>(members.map((h) => [h.id, new Set<string>()]));
+  for (let i = 0; i < members.length; i++) {
+    const a = members[i]!;
+    if (!a.connectivity) continue;
+    for (let j = i + 1; j < members.length; j++) {
+      const b = members[j]!;
+      if (reaches(a, b, cidr) && reaches(b, a, cidr)) {
+        mutual.get(a.id)!.add(b.id);
+        mutual.get(b.id)!.add(a.id);
+      }
+    }
+  }
+  const ordered = [...members].sort((a, b) => mutual.get(b.id)!.size - mutual.get(a.id)!.size || a.id.localeCompare(b.id));
   const group: HostFacts[] = [];
-  for (const h of ordered) if (group.every((g) => both(g, h))) group.push(h);
+  for (const h of ordered) if (group.every((g) => mutual.get(g.id)!.has(h.id))) group.push(h);
   return group.map((h) => h.id).sort();
 }
 
@@ -94,11 +119,17 @@ export function vipSuggestions(freeByHost: Array<Array<{ network: string; free_a
 }
 
 /** The ordering weight of reference §8: smallest sufficient hosts become control plane first. */
+const weightCache = new WeakMap<object, number>();
+
 export function roleWeight(h: HostFacts): number {
   const inv = h.inventory;
   if (!inv) return Number.POSITIVE_INFINITY;
-  const disk = Math.max(0, ...inv.disks.filter((d) => d.installation_eligibility.eligible).map((d) => d.size_bytes)) / 1024 ** 3;
-  return inv.cpu.count - 4 + 0.1 * (inv.memory.physical_bytes / 1024 ** 3 - 16) + 0.004 * (disk - 100);
+  let w = weightCache.get(inv);
+  if (w === undefined) {
+    const disk = Math.max(0, ...inv.disks.filter((d) => d.installation_eligibility.eligible).map((d) => d.size_bytes)) / 1024 ** 3;
+    weightCache.set(inv, (w = inv.cpu.count - 4 + 0.1 * (inv.memory.physical_bytes / 1024 ** 3 - 16) + 0.004 * (disk - 100)));
+  }
+  return w;
 }
 
 /** Against the master requirements in force (HOST_REQUIREMENTS_FILE may lower or raise them), the defaults otherwise. */
