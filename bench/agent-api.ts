@@ -56,6 +56,7 @@ interface Options {
   registerConcurrency: number;
   poolMax?: number;
   nodeOptions?: string;
+  apiEnv: Record<string, string>;
   cpuProf: boolean;
   pgStats: boolean;
   json?: string;
@@ -82,6 +83,7 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --register-concurrency N  parallel registrations during set-up (default 32)
   --pool-max N              DATABASE_POOL_MAX of the API (default: the service default)
   --node-options "…"        NODE_OPTIONS of the API processes only
+  --api-env K=V             another environment variable of the API processes (repeatable), e.g. API_REFRESHER=false
   --cpu-prof                profile every API process; summarise the window at ${TARGET_RPS} req/s (or the highest rate)
   --pg-stats                pg_stat_statements over the same window
   --json FILE               also write the result there
@@ -109,6 +111,7 @@ function parseArgs(argv: string[]): Options {
     cpuProf: false,
     pgStats: false,
     noResultFile: false,
+    apiEnv: {},
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -139,6 +142,11 @@ function parseArgs(argv: string[]): Options {
       case '--register-concurrency': o.registerConcurrency = Math.floor(num(a, next(), 1, 512)); break;
       case '--pool-max': o.poolMax = Math.floor(num(a, next(), 1, 200)); break;
       case '--node-options': o.nodeOptions = next(); break;
+      case '--api-env': {
+        const [k, ...v] = (next() ?? '').split('=');
+        o.apiEnv[k!] = v.join('=');
+        break;
+      }
       case '--cpu-prof': o.cpuProf = true; break;
       case '--pg-stats': o.pgStats = true; break;
       case '--json': o.json = next(); break;
@@ -207,7 +215,7 @@ async function main(): Promise<void> {
     // Kept after the run, in the checkout's ignored .state folder, for a closer look (e.g. in Chrome's DevTools).
     const profDir = opts.cpuProf ? path.join(repoRoot(), '.state', 'bench', `agent-api-prof-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
     if (profDir) mkdirSync(profDir, { recursive: true });
-    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, cpuProfDir: profDir, pgStats: opts.pgStats });
+    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, apiEnv: opts.apiEnv, cpuProfDir: profDir, pgStats: opts.pgStats });
     const s = stack;
     const rssIdle = treeRssKb(s.apiPid);
     log(`API up: ${rssIdle.processes} process(es) in its tree (pid ${s.apiPid}), ${mb(rssIdle.kb)} RSS; registering hosts`);

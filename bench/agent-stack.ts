@@ -32,6 +32,8 @@ export interface StackOptions {
   processes?: number;
   poolMax?: number;
   nodeOptions?: string;
+  /** More environment of the API processes (a setting under study, e.g. API_REFRESHER=false). */
+  apiEnv?: Record<string, string>;
   /** Every API process writes a CPU profile here (node --cpu-prof). */
   cpuProfDir?: string;
   pgStats?: boolean;
@@ -123,6 +125,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       ...(o.processes !== undefined ? { API_PROCESSES: String(o.processes) } : {}),
       ...(o.poolMax !== undefined ? { DATABASE_POOL_MAX: String(o.poolMax) } : {}),
       ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+      ...o.apiEnv,
     };
     api = spawn(process.execPath, [...nodeArgs, cli, 'api'], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: root });
     const apiLog = { lines: 0, last: [] as string[] };

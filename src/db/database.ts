@@ -13,6 +13,15 @@ export type Db = Knex;
  */
 export const PREPARED = { prepare: true } as const;
 
+/**
+ * An expression that makes the statement's transaction commit without waiting
+ * for its WAL to reach the disk (synchronous_commit off, for this transaction
+ * only), evaluated inside a statement the transaction sends anyway. Only for
+ * writes whose loss in a crash is harmless: soft state (a poll's check-in), or
+ * derived state whose request is lost with it (a refresh).
+ */
+export const SOFT_COMMIT_SQL = "set_config('synchronous_commit', 'off', true)";
+
 interface CompiledQuery {
   sql: string;
   bindings?: unknown[];

@@ -1,3 +1,4 @@
+import { SOFT_COMMIT_SQL } from './database';
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
 import { PREPARED } from './database';
@@ -14,7 +15,7 @@ type Q = Knex | Knex.Transaction;
  * more; nothing an agent reported is written this way. It takes the poll off
  * the disk's flush latency (p99 of a durable commit here: tens of ms).
  */
-const SOFT_COMMIT = "set_config('synchronous_commit', 'off', true) is not null";
+const SOFT_COMMIT = `${SOFT_COMMIT_SQL} is not null`;
 export type HostKey = { infraEnvId: string; hostId: string };
 /** Per repeating step type: a digest of the arguments last handed out, and when (ms). */
 export type StepSends = Record<string, { d: string; at: number }>;

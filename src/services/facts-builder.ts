@@ -47,7 +47,7 @@ export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: s
 export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFacts {
   const d = h.doc as Json;
   const inventory = parseReport<Inventory>(memo, 'inventory', h.inventory);
-  const disks = parseJson<{ io_sync_duration?: number }>(d.disks_info as string | undefined);
+  const disks = parseReport<{ io_sync_duration?: number }>(memo, 'disks_info', d.disks_info as string | undefined);
   const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
   return {
     id: h.id,
@@ -60,7 +60,7 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFac
     requestedHostname: h.requested_hostname ?? undefined,
     inventory,
     connectivity: parseReport<ConnectivityReport>(memo, 'connectivity', d.connectivity as string | undefined),
-    ntpSources: parseJson(d.ntp_sources as string | undefined),
+    ntpSources: parseReport(memo, 'ntp_sources', d.ntp_sources as string | undefined),
     imagesStatus: parseReport<{ images?: Array<{ name: string; result: string }> }>(memo, 'images_status', d.images_status as string | undefined)?.images ?? undefined,
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,

@@ -29,6 +29,7 @@
  * advisory lock, request rows, cluster, hosts; an agent's transaction takes
  * only host rows and appends a request, so nothing waits in a circle.
  */
+import { SOFT_COMMIT_SQL } from '../db/database';
 import { Client } from 'pg';
 import type { Knex } from 'knex';
 import { PREPARED } from '../db/database';
@@ -135,15 +136,19 @@ const LOCK_SPACE = 0x4c46_5246; // 'LFRF'
 async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean): Promise<boolean> {
   return ctx.db.transaction(async (trx) => {
     let rows: RequestRow[];
+    // A refresh writes only what its facts derive (validations, statuses, their events), and its request's
+    // delete commits with it: a crash that loses its last moment loses both, and the request is refreshed again.
+    // So it commits without waiting for the WAL flush (set in its first statement: no round trip of its own);
+    // any later durable commit (an install's start) flushes it first, WAL being written in order.
     if (wait) {
-      await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [LOCK_SPACE, target]);
+      await trx.raw(`select pg_advisory_xact_lock(?, hashtext(?)), ${SOFT_COMMIT_SQL}`, [LOCK_SPACE, target]);
       rows = (await trx('refresh_requests').where({ target }).delete().returning(['cluster_id', 'infra_env_id', 'host_id'])) as RequestRow[];
     } else {
       // Lock and claim in one round trip: a row is deleted only where the lock was had. Held by another
       // refresher, the condition fails before any row lock is taken (nothing waits) and nothing comes back,
       // as when nothing is pending: either way this round leaves the target.
       const claimed = (await trx.raw(
-        `delete from refresh_requests where target = ? and pg_try_advisory_xact_lock(?, hashtext(?)) returning cluster_id, infra_env_id, host_id`,
+        `delete from refresh_requests where target = ? and pg_try_advisory_xact_lock(?, hashtext(?)) and ${SOFT_COMMIT_SQL} is not null returning cluster_id, infra_env_id, host_id`,
         [target, LOCK_SPACE, target],
       )) as { rows: RequestRow[] };
       rows = claimed.rows;
