@@ -185,6 +185,30 @@ describe('a refresher works on several clusters at a time', () => {
     expect(await drain(4)).toEqual({ done: 6, most: 4, left: 0 });
   });
 
+  it('commits a refresh without waiting for the WAL flush, and leaves its connection as it was', async () => {
+    const env = await newCluster('soft', 1, 89);
+    await db('refresh_requests').delete();
+    await requestRefresh(db, { clusterId: env.clusterId });
+    const seen: string[] = [];
+    const show = async (q: { raw: Db['raw'] }) => ((await q.raw('show synchronous_commit')) as { rows: Array<{ synchronous_commit: string }> }).rows[0]!.synchronous_commit;
+    const watched = new Proxy(db, {
+      get: (target, prop, receiver) =>
+        prop === 'transaction'
+          ? (fn: (trx: Db) => Promise<unknown>) =>
+              target.transaction(async (trx) => {
+                const out = await fn(trx as unknown as Db);
+                seen.push(await show(trx));
+                return out;
+              })
+          : Reflect.get(target, prop, receiver),
+    });
+    expect(await drainRefreshRequests({ ...ctx, db: watched }, Infinity)).toBe(1);
+    expect(seen).toEqual(['off']);
+    // Every pooled connection commits durably again afterwards.
+    const after = await Promise.all(Array.from({ length: 8 }, () => db.transaction((trx) => show(trx as unknown as Db))));
+    expect(new Set(after)).toEqual(new Set(['on']));
+  });
+
   it('claims each target once when two refreshers drain the same queue', async () => {
     const envs: Env[] = [];
     for (let i = 0; i < 8; i++) envs.push(await newCluster(`pair${i}`, 1, 90 + i));
