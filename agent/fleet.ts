@@ -43,6 +43,8 @@ export interface FleetOptions {
   rampSeconds?: number;
   /** Most keep-alive connections this fleet's hosts share (default 64); many fleets in one process need fewer each. */
   connections?: number;
+  /** Every step's result posted, identical or not (the upstream agent's behaviour): HostAgent's answerEveryStep. */
+  answerEveryStep?: boolean;
   onProgress?: (line: string) => void;
   log?: AgentLog;
   /** Told of every answer an agent gets, with its latency (bench/fleet-real.ts). */
@@ -125,7 +127,7 @@ export async function runFleet(o: FleetOptions, signal: AbortSignal): Promise<Fl
       const executor = topology ? new NetnsExecutor(profile, identity, network, topology.hosts[i]!.ns) : new SimulatedExecutor(profile, identity, network);
       if (topology && profile.link?.isolated) await topology.cut(i);
       const cfg: AgentConfig = { serviceUrl: o.serviceUrl.replace(/\/+$/, ''), infraEnvId: o.infraEnvId, agentToken: o.agentToken ?? '', agentVersion: AGENT_VERSION, pollIntervalSeconds: o.pollIntervalSeconds, ...(o.stateDir ? { outboxDir: path.join(o.stateDir, identity.id) } : {}) };
-      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher, undefined, o.observe), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60 }));
+      agents.push(new HostAgent(cfg, executor, new ServiceClient(cfg, dispatcher, undefined, o.observe), o.log ?? quietLog, { writeStatus: false, recentLogLines: 60, answerEveryStep: o.answerEveryStep }));
       report.hosts.push({ id: identity.id, profile: profile.name, hostname: identity.hostname, ip: identity.ip });
     }
     o.onTotals?.(() => totals(agents));

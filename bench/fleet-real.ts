@@ -64,6 +64,8 @@ interface Options {
   stepRepeatSeconds?: number;
   /** Hosts per fleet process; 0: the whole fleet in the bench's own process (as measured before the split). */
   hostsPerProcess: number;
+  /** Agents hold back a success identical to the last one (Landfall's agent) instead of answering every step (the upstream agent). */
+  holdBackUnchanged: boolean;
   json?: string;
 }
 
@@ -75,12 +77,14 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
   --duration-seconds S       the measured window (default: 3x the longest repeat interval)
   --hosts-per-process N      simulated hosts per fleet process (default 2000); 0 runs the whole fleet inside
                              the bench's process (how it was measured before: its own GC and lag inflate latency)
+  --hold-back-unchanged      agents do not post a success identical to their last one (Landfall's own agent's
+                             economy); by default every step handed out is answered, as the upstream agent does
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
   --json FILE                the result file (default bench/results/fleet-real-<time>.json)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000 };
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false };
   const num = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
@@ -97,6 +101,7 @@ function parseArgs(argv: string[]): Options {
       case '--duration-seconds': o.durationSeconds = num(a, next(), 10, 24 * 3600); break;
       case '--step-repeat-seconds': o.stepRepeatSeconds = num(a, next(), 1, 24 * 3600); break;
       case '--hosts-per-process': o.hostsPerProcess = num(a, next(), 0, 100_000); break;
+      case '--hold-back-unchanged': o.holdBackUnchanged = true; break;
       case '--json': o.json = next(); break;
       case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -246,7 +251,7 @@ async function main(): Promise<void> {
         const k = p * clustersPerProcess + i;
         return { k, infraEnvId: infraEnvs[k]!, count: Math.min(o.hostsPerCluster, o.hosts - k * o.hostsPerCluster) };
       });
-      const spec: ShardSpec = { serviceUrl: s.url, clusters: mine, totalClusters: clusters, hostsPerCluster: o.hostsPerCluster, rampSeconds: o.rampSeconds, connectionsPerFleet };
+      const spec: ShardSpec = { serviceUrl: s.url, clusters: mine, totalClusters: clusters, hostsPerCluster: o.hostsPerCluster, rampSeconds: o.rampSeconds, connectionsPerFleet, answerEveryStep: !o.holdBackUnchanged };
       const hosts = mine.reduce((n, c) => n + c.count, 0);
       shards.push(o.hostsPerProcess === 0 ? localShard(spec, hosts) : await forkShard(spec, hosts));
     }

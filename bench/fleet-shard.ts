@@ -24,6 +24,8 @@ export interface ShardSpec {
   rampSeconds: number;
   /** Keep-alive sockets each cluster's fleet may open. */
   connectionsPerFleet: number;
+  /** Agents post every result (the upstream agent), not only changed ones. */
+  answerEveryStep: boolean;
 }
 
 export interface ShardWindow {
@@ -84,6 +86,7 @@ export function startShard(spec: ShardSpec): Shard {
         rampSeconds: spec.rampSeconds,
         observe,
         connections: spec.connectionsPerFleet,
+        answerEveryStep: spec.answerEveryStep,
         onTotals: (r) => readers.push(r),
       },
       stop.signal,

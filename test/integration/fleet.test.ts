@@ -46,6 +46,22 @@ describe('fleet simulator against the API', () => {
     expect(byProfile['control-plane']!.requested_hostname).toBe('control-plane-0');
   });
 
+  it('answers every step handed out when asked to behave like the upstream agent', async () => {
+    const report = await runFleet(
+      { serviceUrl: h.url, infraEnvId, count: 2, mix: 'worker', seed: 'every-step', firstIndex: 20, durationSeconds: 4, pollIntervalSeconds: 1, rampSeconds: 0, answerEveryStep: true },
+      new AbortController().signal,
+    );
+    expect(report.registered).toBe(2);
+    expect(report.failures).toBe(0);
+    // The inventory is handed out on every poll here (its interval is 0) and identical each time: all of it posted.
+    expect(report.steps.inventory).toBeGreaterThanOrEqual(4);
+    expect(report.skipped).toBe(0);
+    // Every step handed out was answered, but for one poll's steps per host cut short by the stop.
+    const handedOut = Object.values(report.steps).reduce((a, b) => a + b, 0);
+    expect(report.replies).toBeLessThanOrEqual(handedOut);
+    expect(report.replies).toBeGreaterThanOrEqual(handedOut - 2 * Object.keys(report.steps).length);
+  });
+
   it('answers queued steps through the same loop: disk speed, connectivity, NTP', async () => {
     const hosts = (await call('GET', `${h.base}/infra-envs/${infraEnvId}/hosts`)).body as Array<{ id: string; inventory: string }>;
     const slow = hosts.find((x) => JSON.parse(x.inventory).hostname.startsWith('slow-disk'))!;
