@@ -1,7 +1,6 @@
-import { SOFT_COMMIT_SQL } from './database';
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
-import { PREPARED } from './database';
+import { PREPARED, SOFT_COMMIT_SQL } from './database';
 
 type Q = Knex | Knex.Transaction;
 

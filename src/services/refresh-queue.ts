@@ -29,10 +29,9 @@
  * advisory lock, request rows, cluster, hosts; an agent's transaction takes
  * only host rows and appends a request, so nothing waits in a circle.
  */
-import { SOFT_COMMIT_SQL } from '../db/database';
 import { Client } from 'pg';
 import type { Knex } from 'knex';
-import { PREPARED } from '../db/database';
+import { PREPARED, SOFT_COMMIT_SQL } from '../db/database';
 import type { Logger } from '../logger';
 import type { ServiceContext } from './context';
 import { refreshCluster, refreshUnboundHost } from './refresh-service';

@@ -14,7 +14,7 @@ import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDAT
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
-import { deriveMachineNetwork, hostNetworks, majorityGroupCached, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { deriveMachineNetwork, hostNetworks, majorityGroupCached, reachedAddresses, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
@@ -103,13 +103,15 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
 
 /** The host's refresh; undefined when it was not written because the host changed since it was read (applyHostRefresh). */
 async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string, kept?: KeptValidation): Promise<HostRow | undefined> {
-  let v = kept?.slot.validated;
+  const last = kept?.entry.validated;
+  const same = last !== undefined && last.inputs === kept!.inputs;
   // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
-  const disks = v && v.inputs === kept!.inputs ? undefined : decideDisks(row, facts, cluster, settings);
-  if (!v || v.inputs !== kept!.inputs) {
+  const disks = same ? undefined : decideDisks(row, facts, cluster, settings);
+  let v = same ? last : undefined;
+  if (!v) {
     const results = HOST_VALIDATIONS.map((spec) => ({ id: spec.id, ...spec.check(facts, { cluster, settings }) }));
     v = { inputs: kept?.inputs ?? '', results, info: validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!), details: remediation(results) };
-    if (kept) kept.slot.validated = v;
+    if (kept) kept.entry.validated = v;
   }
   const { results, info, details } = v;
   // Only pre-install statuses have Refresh rules: for the others the table answers undefined.
@@ -188,11 +190,16 @@ function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): str
   return JSON.stringify([String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock]);
 }
 
+/**
+ * A host's addressed NICs as text (name, MAC, IPv4 addresses), once per parsed
+ * inventory: what peers' checks read of it and what the poll's step view
+ * shows of it (stepViewStamp).
+ */
 const nicsText = new WeakMap<object, string>();
 function addressedNics(f: HostFacts): string {
   if (!f.inventory) return '';
   let t = nicsText.get(f.inventory);
-  if (t === undefined) nicsText.set(f.inventory, (t = JSON.stringify((f.inventory.interfaces ?? []).map((i) => [i.name, i.mac_address, i.ipv4_addresses, i.has_carrier]))));
+  if (t === undefined) nicsText.set(f.inventory, (t = (f.inventory.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
   return t;
 }
 
@@ -206,7 +213,7 @@ function reached(f: HostFacts): string {
   if (!f.connectivity) return '';
   let t = reachText.get(f.connectivity);
   if (t === undefined) {
-    const pairs = (f.connectivity.remote_hosts ?? []).map((r) => `${r.host_id}=${(r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address).sort().join(',')}`);
+    const pairs = [...reachedAddresses(f)].map(([peer, addresses]) => `${peer}=${[...addresses].sort().join(',')}`);
     reachText.set(f.connectivity, (t = createHash('sha1').update(pairs.sort().join(';')).digest('base64url')));
   }
   return t;
@@ -237,7 +244,7 @@ interface CachedHost {
   inventory: string | null;
   doc: HostRow['doc'];
   memo: ReportMemo;
-  /** The host's validations at its last refresh, and the inputs they were computed from (validationInputs). */
+  /** The host's validations at its last refresh, and the inputs they were computed from (ownInputs, sharedInputs). */
   validated?: Validated;
 }
 interface Validated {
@@ -248,7 +255,7 @@ interface Validated {
 }
 interface KeptValidation {
   inputs: string;
-  slot: { validated?: Validated };
+  entry: CachedHost;
 }
 /**
  * Bounded: the least recently refreshed hosts leave first. A process keeps
@@ -278,7 +285,7 @@ function rememberWritten(row: HostRow): void {
   if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo });
 }
 
-async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; memo: ReportMemo; entry: CachedHost }>> {
+async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; entry: CachedHost }>> {
   const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
   if (stale.length) {
@@ -287,7 +294,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<A
   }
   return light.map((r) => {
     const h = heavyCache.get(cacheKey(r))!;
-    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, memo: h.memo, entry: h };
+    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, entry: h };
   });
 }
 
@@ -303,13 +310,10 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
   // Only the peers' addressed NICs: an inventory whose memory or disks changed leaves every host's view as it was.
   for (const f of hosts) {
     if (!f.inventory) continue;
-    let nics = viewNics.get(f.inventory);
-    if (nics === undefined) viewNics.set(f.inventory, (nics = (f.inventory.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
-    h.update(`\u0000${f.id}${nics}`);
+    h.update(`\u0000${f.id}${addressedNics(f)}`);
   }
   return h.digest('base64url').slice(0, 22);
 }
-const viewNics = new WeakMap<object, string>();
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
   const settings = lifecycleSettings(ctx);
@@ -318,11 +322,11 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const read = await clusterHosts(trx, clusterId);
   const rows = read.map((r) => r.row);
   const now = ctx.now().getTime();
-  const hostList = read.map((r) => hostFacts(r.row, now, r.memo));
+  const hostList = read.map((r) => hostFacts(r.row, now, r.entry.memo));
   const stamp = stepViewStamp(cluster, hostList);
   if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const facts = clusterFacts(cluster, hostList, ctx.releases);
-  const derived = deriveNetworks(facts, cluster.doc as Json, read.map((r) => freeAddresses(r.row, r.memo)));
+  const derived = deriveNetworks(facts, cluster.doc as Json, read.map((r) => freeAddresses(r.row, r.entry.memo)));
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
 
@@ -330,7 +334,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const updatedRows: HostRow[] = [];
   let lost = false;
   for (let i = 0; i < rows.length; i++) {
-    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, slot: read[i]!.entry };
+    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry: read[i]!.entry };
     const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId, kept);
     lost ||= !written;
     if (written && written !== rows[i]) rememberWritten(written);

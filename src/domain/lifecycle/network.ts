@@ -49,7 +49,7 @@ const reachCache = new WeakMap<object, Map<string, Set<string>>>();
 const NOTHING_REACHED = new Map<string, Set<string>>();
 
 /** Per reporting host: peer id → the peer addresses it reached at L3. */
-function reachedAddresses(from: HostFacts): Map<string, Set<string>> {
+export function reachedAddresses(from: HostFacts): Map<string, Set<string>> {
   if (!from.connectivity) return NOTHING_REACHED;
   let m = reachCache.get(from.connectivity);
   if (!m) {
