@@ -66,6 +66,8 @@ interface Options {
   hostsPerProcess: number;
   /** Agents hold back a success identical to the last one (Landfall's agent) instead of answering every step (the upstream agent). */
   holdBackUnchanged: boolean;
+  /** More environment for the stack (`landfall dev` and so its API and worker processes), e.g. NODE_OPTIONS=--cpu-prof. */
+  stackEnv: Record<string, string>;
   json?: string;
 }
 
@@ -80,11 +82,12 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
   --hold-back-unchanged      agents do not post a success identical to their last one (Landfall's own agent's
                              economy); by default every step handed out is answered, as the upstream agent does
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
+  --stack-env K=V            more environment for the stack (repeatable), e.g. NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/p'
   --json FILE                the result file (default bench/results/fleet-real-<time>.json)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false };
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false, stackEnv: {} };
   const num = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
@@ -102,6 +105,13 @@ function parseArgs(argv: string[]): Options {
       case '--step-repeat-seconds': o.stepRepeatSeconds = num(a, next(), 1, 24 * 3600); break;
       case '--hosts-per-process': o.hostsPerProcess = num(a, next(), 0, 100_000); break;
       case '--hold-back-unchanged': o.holdBackUnchanged = true; break;
+      case '--stack-env': {
+        const kv = next() ?? '';
+        const eq = kv.indexOf('=');
+        if (eq < 1) throw new Error(`--stack-env takes K=V (got ${kv})\n${USAGE}`);
+        o.stackEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
+        break;
+      }
       case '--json': o.json = next(); break;
       case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -235,7 +245,7 @@ async function main(): Promise<void> {
     const clustersPerProcess = o.hostsPerProcess === 0 ? clusters : Math.max(1, Math.round(o.hostsPerProcess / o.hostsPerCluster));
     const processes = Math.ceil(clusters / clustersPerProcess);
     out(`fleet-real: ${fmtNum(o.hosts)} simulated hosts, clusters of ${o.hostsPerCluster}, service cadence; repeat intervals ${Object.entries(repeatMs).map(([k, v]) => `${k} ${v / 1000} s`).join(', ')}; ramp ${o.rampSeconds} s, warm-up ${warmup} s, window ${duration} s; ${o.hostsPerProcess === 0 ? 'the fleet in the bench process' : `${processes} fleet processes of ≤ ${fmtNum(clustersPerProcess * o.hostsPerCluster)} hosts`}; load ${load0}`);
-    stack = await startDevStack({ env: stepEnv });
+    stack = await startDevStack({ env: { ...stepEnv, ...o.stackEnv } });
     const s = stack;
     const port = Number(new URL(s.url).port);
     const client = keepAliveClient(port, 8);

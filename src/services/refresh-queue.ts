@@ -34,7 +34,7 @@ import type { Knex } from 'knex';
 import { PREPARED, SOFT_COMMIT_SQL } from '../db/database';
 import type { Logger } from '../logger';
 import type { ServiceContext } from './context';
-import { refreshCluster, refreshUnboundHost } from './refresh-service';
+import { refreshCluster, refreshClusters, refreshUnboundHost } from './refresh-service';
 
 export const REFRESH_CHANNEL = 'landfall_refresh';
 
@@ -165,6 +165,36 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
 }
 
 /**
+ * Refreshes several targets in one transaction: claims those no other
+ * refresher holds (each its advisory lock, as refreshTarget), then reads and
+ * refreshes their clusters together (refreshClusters: a handful of
+ * statements for the batch instead of a handful per target). The targets
+ * claimed. A failure rolls the whole batch back; its requests stay.
+ */
+async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<string[]> {
+  return ctx.db.transaction(async (trx) => {
+    // CASE orders the evaluation: PostgreSQL sorts plain conditions by cost, and an array match costs more
+    // than the lock function, so without it a scan could try the lock of every pending target, not only these.
+    const { rows } = (await trx
+      .raw(
+        `delete from refresh_requests where target = any(?::text[])
+           and case when target = any(?::text[]) then pg_try_advisory_xact_lock(?, hashtext(target)) and ${SOFT_COMMIT_SQL} is not null else false end
+         returning target, cluster_id, infra_env_id, host_id`,
+        [targets, targets, LOCK_SPACE],
+      )
+      .options(PREPARED)) as { rows: RequestRow[] };
+    const clusterIds = [...new Set(rows.flatMap((r) => (r.cluster_id ? [r.cluster_id] : [])))];
+    if (clusterIds.length) await refreshClusters(ctx, trx, clusterIds);
+    const unbound = new Map(rows.filter((r) => !r.cluster_id).map((r) => [r.target, r]));
+    for (const r of unbound.values()) {
+      const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: r.infra_env_id!, hostId: r.host_id! }, trx);
+      if (host && !host.cluster_id) await refreshUnboundHost(ctx, trx, host);
+    }
+    return [...new Set(rows.map((r) => r.target))];
+  });
+}
+
+/**
  * One of `count` API processes on one machine: it refreshes the targets whose
  * hash falls to it, and any other target only once its request has waited
  * SHARD_GRACE_MS (its owner may be busy or gone). A cluster is then refreshed
@@ -201,21 +231,33 @@ export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinit
     if (shard) query.havingRaw('(mod(abs(hashtext(target)), ?) = ? or min(requested_at) <= clock_timestamp() - make_interval(secs => ?))', [shard.count, shard.index, SHARD_GRACE_MS / 1000]);
     const batch = ((await query) as Array<{ target: string }>).slice(0, Math.max(0, budget - done));
     if (!batch.length) break;
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < batch.length) {
-        const { target } = batch[next++]!;
-        try {
-          if (await refreshTarget(ctx, target, false)) done++;
-          // Held by another refresher: it covers this target; leave it for this round.
-          else busy.add(target);
-        } catch (err) {
-          logger?.warn({ err: (err as Error).message, target }, 'refresh failed; its request stays for the next round');
-          throw err;
+    // Each lane refreshes its share of the batch in one transaction (refreshBatch).
+    const laneCount = Math.min(Math.max(1, concurrency), batch.length);
+    const shares = Array.from({ length: laneCount }, (_, i) => batch.filter((_, j) => j % laneCount === i).map((b) => b.target));
+    const lane = async (targets: string[]): Promise<void> => {
+      let claimed: string[];
+      try {
+        claimed = await refreshBatch(ctx, targets);
+      } catch (err) {
+        // One target that fails must not hold back the others of its batch: one at a time, then the failure is passed on.
+        logger?.warn({ err: (err as Error).message, targets: targets.length }, 'batched refresh failed; refreshing its targets one at a time');
+        claimed = [];
+        let failure: unknown;
+        for (const target of targets) {
+          try {
+            if (await refreshTarget(ctx, target, false)) claimed.push(target);
+          } catch (e) {
+            logger?.warn({ err: (e as Error).message, target }, 'refresh failed; its request stays for the next round');
+            failure ??= e;
+          }
         }
+        if (failure) throw failure;
       }
+      done += claimed.length;
+      // Not claimed: held by another refresher, which covers it; leave it for this round.
+      for (const t of targets) if (!claimed.includes(t)) busy.add(t);
     };
-    const lanes = Array.from({ length: Math.min(Math.max(1, concurrency), batch.length) }, lane);
+    const lanes = shares.map(lane);
     // Every lane ends before a failure is passed on: no refresh is left running behind the caller.
     const outcomes = await Promise.allSettled(lanes);
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');

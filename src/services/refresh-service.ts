@@ -119,7 +119,10 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   const transition = nextHostStatus(row.status, event);
   const doc = row.doc as Json;
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
-  if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) return row;
+  if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) {
+    if (kept?.entry.validated === v) v.settled = true;
+    return row;
+  }
   const hostName = facts.hostname ?? row.id;
   const becomesKnown = statusChanged && transition!.to === 'known' && !doc.known_at;
   const move = await applyHostRefresh(
@@ -219,9 +222,14 @@ function reached(f: HostFacts): string {
   return t;
 }
 
+/**
+ * As a digest: every host's kept inputs end with it, and fifty copies of a
+ * fifty-host text per refresh (compared, then kept per host) were most of
+ * what a process kept per host and a share of the refresh's time.
+ */
 function sharedInputs(c: ClusterFacts): string {
   const peers = c.hosts.map((h) => [h.id, h.hostname ?? null, h.role, h.suggestedRole, h.status, h.day2, addressedNics(h), reached(h)]);
-  return JSON.stringify([{ ...c, hosts: undefined }, peers]);
+  return createHash('sha1').update(JSON.stringify([{ ...c, hosts: undefined }, peers])).digest('base64url');
 }
 
 /**
@@ -252,6 +260,12 @@ interface Validated {
   results: ValidationResult[];
   info: string;
   details: string;
+  /**
+   * The refresh with these inputs found nothing to write (status, validations
+   * and suggested role as stored): with the same inputs again, so will this
+   * one, and the host is passed over without computing anything.
+   */
+  settled?: boolean;
 }
 interface KeptValidation {
   inputs: string;
@@ -282,20 +296,48 @@ function remember(k: string, entry: CachedHost): void {
 function rememberWritten(row: HostRow): void {
   const k = cacheKey(row);
   const had = heavyCache.get(k);
-  if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo });
+  // Its validations stay with it: the caller re-keys them to the version just written (refreshRead).
+  if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo, validated: had.validated });
 }
 
-async function clusterHosts(trx: Knex.Transaction, clusterId: string): Promise<Array<{ row: HostRow; entry: CachedHost }>> {
-  const light = (await trx('hosts').where({ cluster_id: clusterId }).orderBy('id').select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
+type ReadHost = { row: HostRow; entry: CachedHost };
+
+/** The hosts of these clusters (light columns always, large ones only where this process's copy is stale), by cluster, each in id order. */
+async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
+  // One statement for one cluster or many (an array parameter: one prepared shape); (cluster_id, id) order is each cluster's id order.
+  const light = (await trx('hosts').whereRaw('cluster_id = any(?::uuid[])', [clusterIds]).orderBy([{ column: 'cluster_id' }, { column: 'id' }]).select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
   if (stale.length) {
     const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'facts_version')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
     for (const h of heavy) remember(cacheKey(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(cacheKey(h))?.memo ?? new Map() });
   }
-  return light.map((r) => {
+  const out = new Map<string, ReadHost[]>(clusterIds.map((id) => [id, []]));
+  for (const r of light) {
     const h = heavyCache.get(cacheKey(r))!;
-    return { row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, entry: h };
-  });
+    out.get(r.cluster_id!)?.push({ row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, entry: h });
+  }
+  return out;
+}
+
+/**
+ * Clusters locked for their refresh (in id order, as every batch of them is,
+ * so two never wait on each other in a circle) with their hosts: three
+ * statements however many clusters, which is what a batch of refreshes
+ * saves (bench/refresh-cost: the statements, not the computing, were most of
+ * a refresh's cost).
+ */
+async function readClusters(ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[] }>> {
+  let clusters: ClusterRow[];
+  if (ids.length === 1) {
+    const one = await ctx.repos.clusters.getForRefresh(ids[0]!, trx);
+    clusters = one ? [one] : [];
+  } else {
+    const sorted = [...new Set(ids)].sort();
+    clusters = (await trx.raw('select * from clusters where id = any(?::uuid[]) order by id for no key update', [sorted]).options(PREPARED)).rows as ClusterRow[];
+  }
+  if (!clusters.length) return [];
+  const hosts = await clusterHosts(trx, clusters.map((c) => c.id));
+  return clusters.map((cluster) => ({ cluster, hosts: hosts.get(cluster.id) ?? [] }));
 }
 
 /**
@@ -316,10 +358,24 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
 }
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
+  const [read] = await readClusters(ctx, trx, [clusterId]);
+  return read ? refreshRead(ctx, trx, read.cluster, read.hosts, requestId) : undefined;
+}
+
+/**
+ * Several clusters in the caller's transaction: read together (readClusters),
+ * then each refreshed as refreshCluster would. How many were found.
+ */
+export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
+  const reads = await readClusters(ctx, trx, clusterIds);
+  for (const r of reads) await refreshRead(ctx, trx, r.cluster, r.hosts);
+  return reads.length;
+}
+
+async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedCluster: ClusterRow, read: ReadHost[], requestId?: string): Promise<ClusterRow> {
   const settings = lifecycleSettings(ctx);
-  let cluster = await ctx.repos.clusters.getForRefresh(clusterId, trx);
-  if (!cluster) return undefined;
-  const read = await clusterHosts(trx, clusterId);
+  let cluster = lockedCluster;
+  const clusterId = cluster.id;
   const rows = read.map((r) => r.row);
   const now = ctx.now().getTime();
   const hostList = read.map((r) => hostFacts(r.row, now, r.entry.memo));
@@ -334,10 +390,22 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
   const updatedRows: HostRow[] = [];
   let lost = false;
   for (let i = 0; i < rows.length; i++) {
-    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry: read[i]!.entry };
+    const entry = read[i]!.entry;
+    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry };
+    if (entry.validated?.settled && entry.validated.inputs === kept.inputs) {
+      updatedRows.push(rows[i]!);
+      continue;
+    }
     const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId, kept);
     lost ||= !written;
-    if (written && written !== rows[i]) rememberWritten(written);
+    if (written && written !== rows[i]) {
+      rememberWritten(written);
+      // This write moved the host's facts version but not what its checks read: the results just written are
+      // those of its next refresh too, unless what it sees changes (its new status changes every host's shared
+      // inputs). Without this, each refresh that wrote a host validated it once more in the next.
+      const v = entry.validated;
+      if (v && v.inputs === kept.inputs) v.inputs = `${ownInputs(written, { ...hostList[i]!, status: written.status, suggestedRole: written.suggested_role }, settings)}\u0000${shared}`;
+    }
     updatedRows.push(written ?? rows[i]!);
   }
   // A host that changed while this refresh computed was left as it was; its change asked for a refresh, and so does this.
