@@ -32,11 +32,27 @@ type PgClientClass = new (config: Knex.Config) => { _query(connection: unknown, 
 // knex's own PostgreSQL client, which knex lets a caller subclass and pass as `client` (it ships no typings for it).
 const ClientPG = require('knex/lib/dialects/postgres/index.js') as PgClientClass;
 
+/**
+ * Statement names by text: the shapes are few (PREPARED's contract), and a
+ * digest per execution was a visible share of a poll's CPU. Bounded all the
+ * same, in case a caller breaks the contract.
+ */
+const statementNames = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `lf_${createHash('sha1').update(sql).digest('base64url').slice(0, 20)}`;
+    if (statementNames.size >= 1000) statementNames.clear();
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
 class PreparingClient extends ClientPG {
   override _query(connection: unknown, obj: CompiledQuery): Promise<unknown> {
     if (obj.options?.prepare) {
       const { prepare: _prepare, ...rest } = obj.options;
-      obj = { ...obj, options: { ...rest, name: `lf_${createHash('sha1').update(obj.sql).digest('base64url').slice(0, 20)}` } };
+      obj = { ...obj, options: { ...rest, name: statementName(obj.sql) } };
     }
     return super._query(connection, obj);
   }

@@ -205,7 +205,8 @@ export async function postStepReply(ctx: ServiceContext, p: Principal, infraEnvI
       throw badRequest(`output of ${reply.step_type} step ${reply.step_id} is not valid JSON`, { field: 'output' });
     }
     if (typeof parsed !== 'object' || parsed === null) throw badRequest(`output of ${reply.step_type} must be a JSON object or array`, { field: 'output' });
-    const nul = nulProblem(parsed, 'output');
+    // JSON text can carry a NUL only as the escape \u0000: without one, no walk of the parsed document.
+    const nul = output.includes('\\u0000') ? nulProblem(parsed, 'output') : undefined;
     if (nul) throw badRequest(nul.reason, { field: nul.field });
   }
   // The inventory is stored as the service reads it: nulls and absent sections filled, loopback dropped.
