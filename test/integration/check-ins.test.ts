@@ -1,0 +1,121 @@
+/**
+ * Polls' check-ins batched into one statement while another is in flight
+ * (src/db/check-ins.ts), on a real PostgreSQL: each poll still gets its own
+ * host's answer, a host whose row another transaction holds is still checked
+ * in (and nothing deadlocks), a missing host is still missing.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { parseConfig } from '../../src/config';
+import { createDb, type Db } from '../../src/db/database';
+import { migrateLatest } from '../../src/db/migrations';
+import { createRepos, type ServiceContext } from '../../src/services/context';
+import { buildServiceContext } from '../../src/services/build-context';
+import { LocalObjectStore } from '../../src/storage/local-object-store';
+import type { Principal } from '../../src/auth/principal';
+import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
+import * as agents from '../../src/services/agent-service';
+import * as clusters from '../../src/services/clusters-service';
+import * as infraEnvs from '../../src/services/infra-envs-service';
+import { startTestPostgres, tempDir } from '../support/services';
+import { PULL_SECRET } from '../support/api-harness';
+
+let pg: EmbeddedPg;
+let db: Db;
+let ctx: ServiceContext;
+const user: Principal = { kind: 'admin', user: 'root' };
+const checkIns: string[] = [];
+const onQuery = (q: { sql: string }) => {
+  if (/^(with v as .*)?update hosts set checked_in_at/s.test(q.sql)) checkIns.push(q.sql.startsWith('with') ? 'batch' : 'single');
+};
+
+beforeAll(async () => {
+  pg = await startTestPostgres(`check_ins_${Math.random().toString(36).slice(2, 8)}`);
+  db = createDb(pg.url, 8);
+  await migrateLatest(db);
+  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('check-ins-objects') });
+  const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
+  ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir('check-ins-store')), temporal: noTemporal });
+  db.on('query', onQuery);
+}, 60_000);
+afterAll(async () => {
+  await db?.destroy();
+  await pg?.stop();
+});
+
+async function fleet(n: number) {
+  const c = await clusters.createCluster(ctx, user, { name: `ci${n}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
+  const ie = await infraEnvs.createInfraEnv(ctx, user, { name: `ci${n}-ie`, pull_secret: PULL_SECRET, cluster_id: c.id });
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = randomUUID();
+    await agents.registerHost(ctx, { kind: 'agent', infraEnvId: ie.id }, ie.id, { host_id: id });
+    ids.push(id);
+  }
+  return { clusterId: c.id, infraEnvId: ie.id, ids };
+}
+
+const row = (infraEnvId: string, id: string) => db('hosts').where({ infra_env_id: infraEnvId, id }).first('checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'status');
+
+describe('check-ins that arrive together share a statement', () => {
+  it('answers each poll with its own host, and writes each host its own clock and version', async () => {
+    const f = await fleet(20);
+    // One host gets a different status, so a mixed-up answer would show.
+    await db('hosts').where({ id: f.ids[3] }).update({ status: 'disconnected' });
+    const before = new Date(Date.now() - 1000);
+    checkIns.length = 0;
+    const answers = await Promise.all(f.ids.map((id, i) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 1_700_000_000 + i, `v${i}`, new Date(Date.now() - 60_000))));
+    // Fewer statements than polls: the first goes alone, the rest wait for it and go out together.
+    expect(checkIns.length).toBeLessThan(f.ids.length);
+    expect(checkIns).toContain('batch');
+    answers.forEach((a, i) => {
+      expect(a).toBeDefined();
+      expect(a!.clusterId).toBe(f.clusterId);
+      expect(a!.agentVersion).toBe(`v${i}`);
+      expect(a!.status).toBe(i === 3 ? 'disconnected' : 'discovering');
+    });
+    for (const [i, id] of f.ids.entries()) {
+      const r = (await row(f.infraEnvId, id)) as { checked_in_at: Date; agent_timestamp: string; discovery_agent_version: string };
+      expect(Number(r.agent_timestamp)).toBe(1_700_000_000 + i);
+      expect(r.discovery_agent_version).toBe(`v${i}`);
+      expect(r.checked_in_at.getTime()).toBeGreaterThan(before.getTime());
+    }
+  });
+
+  it('keeps what a poll leaves out (no timestamp, no version), and answers a missing host with nothing', async () => {
+    const f = await fleet(4);
+    await Promise.all(f.ids.map((id) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 42, 'keep', new Date())));
+    const ghost = randomUUID();
+    const answers = await Promise.all([
+      ...f.ids.map((id) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, undefined, undefined, new Date())),
+      ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: ghost }, undefined, undefined, new Date()),
+    ]);
+    expect(answers.slice(0, 4).every((a) => a?.agentVersion === 'keep')).toBe(true);
+    expect(answers[4]).toBeUndefined();
+    for (const id of f.ids) expect(Number(((await row(f.infraEnvId, id)) as { agent_timestamp: string }).agent_timestamp)).toBe(42);
+  });
+
+  it('checks in a host whose row another transaction holds, once it lets go, without holding back the others', async () => {
+    const f = await fleet(6);
+    const held = f.ids[2]!;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    // A transaction (as a refresh writing several hosts) holds one host's row.
+    const holder = db.transaction(async (trx) => {
+      await trx('hosts').where({ id: held }).forNoKeyUpdate().first('id');
+      locked();
+      await released;
+    });
+    await isLocked;
+    const polls = f.ids.map((id) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 7, 'held', new Date()));
+    const others = polls.filter((_, i) => i !== 2);
+    // Every other host is answered while the row is still held.
+    const answeredWhileHeld = await Promise.race([Promise.all(others).then(() => true), new Promise((r) => setTimeout(() => r(false), 5000))]);
+    expect(answeredWhileHeld).toBe(true);
+    release();
+    await holder;
+    expect((await polls[2])?.agentVersion).toBe('held');
+  });
+});
