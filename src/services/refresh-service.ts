@@ -308,7 +308,15 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
   const light = (await trx('hosts').whereRaw('cluster_id = any(?::uuid[])', [clusterIds]).orderBy([{ column: 'cluster_id' }, { column: 'id' }]).select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
   const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
   if (stale.length) {
-    const heavy = (await trx('hosts').whereIn(['infra_env_id', 'id'], stale.map((r) => [r.infra_env_id, r.id])).select('id', 'infra_env_id', 'inventory', 'doc', 'facts_version')) as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
+    // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
+    const heavy = (
+      await trx
+        .raw('select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest(?::uuid[], ?::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id', [
+          stale.map((r) => r.infra_env_id),
+          stale.map((r) => r.id),
+        ])
+        .options(PREPARED)
+    ).rows as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
     for (const h of heavy) remember(cacheKey(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(cacheKey(h))?.memo ?? new Map() });
   }
   const out = new Map<string, ReadHost[]>(clusterIds.map((id) => [id, []]));

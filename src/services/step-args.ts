@@ -24,6 +24,14 @@ interface ClusterView {
   peers: Array<{ host_id: string; nics: Array<{ name: string; mac: string; ip_addresses: string[] }> }>;
   /** Per host, its connectivity-check arguments (and the minute they rotate with, past MAX_PEERS): built once per view. */
   connectivityArgs: Map<string, { minute: number; args: string[] }>;
+  /** The peers by host id (a poll looks itself up for several step types). */
+  byId: Map<string, ClusterView['peers'][number]>;
+  /**
+   * Arguments every host of the view gets alike (NTP, DNS, free addresses of
+   * its machine networks), by step type: one array per view, so their
+   * digests are memoised too (step-cadence.ts) instead of hashed per poll.
+   */
+  shared: Map<string, string[] | undefined>;
 }
 
 /** Above this many peers a host probes a rotating sample (AS admits at most 150 connectivity steps a minute past 150 hosts). */
@@ -77,7 +85,15 @@ export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 
         nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
       })),
     connectivityArgs: new Map(),
+    byId: new Map(),
+    shared: new Map(),
   };
+}
+
+function sharedArgs(view: ClusterView | undefined, type: string, build: () => string[] | undefined): string[] | undefined {
+  if (!view) return build();
+  if (!view.shared.has(type)) view.shared.set(type, build());
+  return view.shared.get(type);
 }
 
 /**
@@ -92,6 +108,12 @@ export interface PollingHost {
   row(): Promise<HostRow | undefined>;
 }
 
+/** Only small networks are swept (a /24 at most), so a host never probes thousands of addresses. */
+function smallNetworks(nets: string[]): string[] | undefined {
+  const small = nets.filter((n) => Number(n.split('/')[1]) >= 24 && n.includes('.'));
+  return small.length ? [JSON.stringify(small)] : undefined;
+}
+
 export async function stepArgs(ctx: ServiceContext, type: string, host: PollingHost): Promise<string[] | undefined> {
   if (type === 'inventory') return [host.id];
   if (type === 'installation-disk-speed-check') {
@@ -101,18 +123,19 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
     return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
   }
   const view = host.cluster_id ? await clusterView(ctx, host.cluster_id, host.view_stamp) : undefined;
-  const self = view?.peers.find((p) => p.host_id === host.id);
+  if (view && !view.byId.size) for (const p of view.peers) view.byId.set(p.host_id, p);
+  const self = view?.byId.get(host.id);
   switch (type) {
     case 'ntp-synchronizer':
-      return [JSON.stringify({ ntp_source: view?.ntp ?? '' })];
+      return sharedArgs(view, type, () => [JSON.stringify({ ntp_source: view?.ntp ?? '' })]);
     case 'connectivity-check': {
       if (!view || !self) return undefined;
+      // The same array while the view holds (its digest is memoised too, step-cadence.ts); past MAX_PEERS it rotates each minute.
+      const memo = view.connectivityArgs.get(host.id);
+      if (memo && memo.minute === (view.peers.length > MAX_PEERS ? Math.floor(ctx.now().getTime() / 60000) : 0)) return memo.args;
       let peers = view.peers.filter((p) => p.host_id !== host.id && p.nics.length);
       if (!peers.length) return undefined;
       const minute = peers.length > MAX_PEERS ? Math.floor(ctx.now().getTime() / 60000) : 0;
-      const memo = view.connectivityArgs.get(host.id);
-      // The same array while the view holds: its digest is memoised too (step-cadence.ts).
-      if (memo && memo.minute === minute) return memo.args;
       if (peers.length > MAX_PEERS) {
         const start = minute % peers.length;
         peers = [...peers.slice(start), ...peers.slice(0, start)].slice(0, MAX_PEERS);
@@ -123,21 +146,20 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
       return args;
     }
     case 'free-network-addresses': {
+      // With machine networks every host sweeps the same ones; without, each its own.
+      if (view?.machineNetworks.length) return sharedArgs(view, type, () => smallNetworks(view.machineNetworks));
       const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses ?? []);
-      const nets = view?.machineNetworks.length ? view.machineNetworks : [...new Set(own.map(networkOf))];
-      // Only small networks are swept (a /24 at most), so a host never probes thousands of addresses.
-      const small = nets.filter((n) => Number(n.split('/')[1]) >= 24 && n.includes('.'));
-      return small.length ? [JSON.stringify(small)] : undefined;
+      return smallNetworks([...new Set(own.map(networkOf))]);
     }
     case 'container-image-availability': {
       // The images the install step names (InstallCmdRequest); timeout in seconds, as assisted-service sends it.
       const images = ctx.installImages ?? DEFAULT_INSTALL_IMAGES;
-      return [JSON.stringify({ images: [images.installer, images.controller], timeout: 960 })];
+      return sharedArgs(view, type, () => [JSON.stringify({ images: [images.installer, images.controller], timeout: 960 })]);
     }
     case 'domain-resolution': {
       if (!view?.baseDomain) return undefined;
       const d = `${view.name}.${view.baseDomain}`;
-      return [JSON.stringify({ domains: [`api.${d}`, `api-int.${d}`, `console.apps.${d}`, `validateNoWildcardDNS.${d}`, `validateNoWildcardDNS.${d}.`].map((domain_name) => ({ domain_name })) })];
+      return sharedArgs(view, type, () => [JSON.stringify({ domains: [`api.${d}`, `api-int.${d}`, `console.apps.${d}`, `validateNoWildcardDNS.${d}`, `validateNoWildcardDNS.${d}.`].map((domain_name) => ({ domain_name })) })]);
     }
     default:
       return undefined;

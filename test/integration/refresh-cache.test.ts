@@ -20,7 +20,7 @@ import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { refreshCluster } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
-import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
+import { drainRefreshRequests, REFRESH_BATCH_TARGETS, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestPostgres, tempDir } from '../support/services';
 import { PULL_SECRET } from '../support/api-harness';
 
@@ -84,8 +84,8 @@ const refresh = (env: Env) => db.transaction((trx) => refreshCluster(ctx, trx, e
 /** The hosts whose large columns a statement of `sent` read again (the refresh's second read). */
 const heavyReads = () =>
   sent
-    .filter((s) => /^select "id", "infra_env_id", "inventory", "doc", "facts_version" from "hosts"/.test(s.sql))
-    .flatMap((s) => s.bindings.filter((_, i) => i % 2 === 1) as string[]);
+    .filter((s) => /^select h\.id, h\.infra_env_id, h\.inventory, h\.doc, h\.facts_version from hosts h/.test(s.sql))
+    .flatMap((s) => s.bindings[1] as string[]);
 const hostWrites = () => sent.filter((s) => /^update "hosts" set .*"facts_version" = facts_version \+ 1/.test(s.sql)).length;
 const validation = async (hostId: string, id: string) => {
   const doc = ((await db('hosts').where({ id: hostId }).first('doc')) as { doc: { validations_info: string } }).doc;
@@ -224,7 +224,8 @@ describe('a refresher works on several clusters at a time', () => {
 describe('a refresher claims and reads a batch of targets together', () => {
   it('refreshes several pending clusters in one transaction with one claim and one read of their clusters and hosts', async () => {
     const envs: Env[] = [];
-    for (let i = 0; i < 5; i++) envs.push(await newCluster(`batch${i}`, 2, 100 + i));
+    // As many as one transaction takes (REFRESH_BATCH_TARGETS).
+    for (let i = 0; i < REFRESH_BATCH_TARGETS; i++) envs.push(await newCluster(`batch${i}`, 2, 100 + i));
     await drainRefreshRequests(ctx);
     // Each cluster gets a report that changes a validation, then all are refreshed in one drain.
     for (const [i, e] of envs.entries()) await report(e, e.hostIds[0]!, `batch${i}-h1`, `10.${100 + i}.0.11`, 1);
@@ -239,7 +240,7 @@ describe('a refresher claims and reads a batch of targets together', () => {
             }
           : Reflect.get(target, prop, receiver),
     });
-    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity)).toBe(5);
+    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity)).toBe(REFRESH_BATCH_TARGETS);
     expect(transactions).toBe(1);
     const count = (re: RegExp) => sent.filter((s) => re.test(s.sql)).length;
     expect(count(/^delete from refresh_requests/)).toBe(1);
