@@ -48,7 +48,7 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
   });
   const replicas = testReplicas();
   // N processes (the production topology) behind a round-robin balancer on the same port, or one in this process.
-  const group = replicas > 1 ? await startApiReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, pg.url.split('/').pop()!) : undefined;
+  const group = replicas > 1 ? await startApiReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, new URL(pg.url).pathname.slice(1)) : undefined;
   const api: RunningApi = group ? { server: group.balancer.server, url: group.balancer.url, close: () => group.close() } : await startApi(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'test'));
   const url = `http://127.0.0.1:${port}`;
   return {

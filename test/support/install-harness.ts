@@ -34,7 +34,7 @@ export async function startInstallHarness(env: Record<string, string> = {}): Pro
   // N worker processes, or one worker in this process.
   let worker: RunningWorker =
     replicas > 1
-      ? await startWorkerReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, api.pg.url.split('/').pop()!)
+      ? await startWorkerReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, new URL(api.pg.url).pathname.slice(1))
       : await startWorker(cfg, createLogger({ log: { level: 'silent', format: 'json' } }, 'worker'));
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   return {
