@@ -7,9 +7,8 @@
  * poll's database cost. So: while a check-in statement is in flight, the
  * polls that arrive meanwhile wait for it and then go out together, in one
  * statement. An idle service sends each poll's statement at once (a batch of
- * one, the same statement as before); a busy one sends fewer, larger ones,
- * without a timer and without holding a poll longer than one statement's
- * round trip.
+ * one); a busy one sends fewer, larger ones, without a timer and without
+ * holding a poll longer than one statement's round trip.
  *
  * Nothing here changes an answer: each poll gets the row as its own
  * statement would have returned it, and a lost process loses only polls it
@@ -17,8 +16,10 @@
  *
  * Locks: a batch locks its rows `SKIP LOCKED` and never waits, so it cannot
  * deadlock with a transaction that holds one of its hosts and wants another
- * (a refresh writes several hosts in one transaction); a host it skipped is
- * checked in by the single statement, which waits as before.
+ * (a refresh writes several hosts in one transaction), and never holds the
+ * polls queued behind it longer than its own round trip; a host it skipped
+ * is checked in by the single statement on its own, which waits for the row
+ * as a poll always did.
  */
 import type { Knex } from 'knex';
 import { PREPARED, SOFT_COMMIT_SQL } from './database';
@@ -91,7 +92,7 @@ export async function checkInMany(db: Knex, batch: CheckIn[]): Promise<Map<numbe
   return new Map(rows.map((r) => [r.n, r]));
 }
 
-type Waiter = { c: CheckIn; settled?: boolean; done: Array<{ resolve: (r: CheckInRow | undefined) => void; reject: (e: unknown) => void }> };
+type Waiter = { c: CheckIn; done: Array<{ resolve: (r: CheckInRow | undefined) => void; reject: (e: unknown) => void }> };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** What a batch's array parameters take: anything else goes in a statement of its own, whose failure is its own. */
@@ -104,29 +105,28 @@ export function checkInBatcher(db: Knex): (c: CheckIn) => Promise<CheckInRow | u
   const queue = new Map<string, Waiter>();
 
   const send = async (waiters: Waiter[]): Promise<void> => {
+    // Only statements that never wait hold a place in flight: one that waited for a row lock (a refresh holding
+    // a host it wrote) would hold back every poll of this process behind it.
     inFlight++;
+    let found: Map<number, CheckInRow>;
     try {
-      if (waiters.length === 1) {
-        settle(waiters[0]!, await checkInOne(db, waiters[0]!.c));
-        return;
-      }
-      const found = await checkInMany(db, waiters.map((w) => w.c));
-      // Skipped (its row held by another transaction) or missing: on its own, which waits or says it is gone.
-      await Promise.all(
-        waiters.map(async (w, i) => {
-          const row = found.get(i);
-          settle(w, row ?? (await checkInOne(db, w.c)));
-        }),
-      );
+      found = await checkInMany(db, waiters.map((w) => w.c));
     } catch (err) {
-      for (const w of waiters) for (const d of w.done) if (!w.settled) d.reject(err);
+      for (const w of waiters) for (const d of w.done) d.reject(err);
+      return;
     } finally {
       inFlight--;
       next();
     }
+    for (const [i, w] of waiters.entries()) {
+      const row = found.get(i);
+      if (row) settle(w, row);
+      // Skipped (its row held by another transaction) or missing: on its own, outside the batches, which waits
+      // for the row as a poll always did, or says it is gone.
+      else checkInOne(db, w.c).then((r) => settle(w, r), (err: unknown) => w.done.forEach((d) => d.reject(err)));
+    }
   };
   const settle = (w: Waiter, row: CheckInRow | undefined) => {
-    w.settled = true;
     for (const d of w.done) d.resolve(row);
   };
   const next = (): void => {

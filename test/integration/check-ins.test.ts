@@ -119,3 +119,31 @@ describe('check-ins that arrive together share a statement', () => {
     expect((await polls[2])?.agentVersion).toBe('held');
   });
 });
+
+describe('a check-in that waits for its row holds back no other poll', () => {
+  it('answers every other host while two polled hosts wait for rows another transaction holds', async () => {
+    const f = await fleet(8);
+    const held = f.ids.slice(0, 2);
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = db.transaction(async (trx) => {
+      await trx('hosts').whereIn('id', held).forNoKeyUpdate().select('id');
+      locked();
+      await released;
+    });
+    await isLocked;
+    // The held hosts poll first (each alone in its statement, as on an idle service), then the rest, one after another.
+    const waiting = held.map((id) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 1, 'w', new Date()));
+    const others = async () => {
+      for (const id of f.ids.slice(2)) await ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 1, 'o', new Date());
+      return true;
+    };
+    const answered = await Promise.race([others(), new Promise((r) => setTimeout(() => r(false), 5000))]);
+    release();
+    await holder;
+    expect(answered).toBe(true);
+    expect((await Promise.all(waiting)).map((a) => a?.agentVersion)).toEqual(['w', 'w']);
+  });
+});
