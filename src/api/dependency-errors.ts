@@ -30,6 +30,8 @@ export function unavailableDependency(err: unknown): Dependency | undefined {
     if (typeof x.code === 'string' && PG_UNAVAILABLE.test(x.code) && x.severity !== undefined) return 'postgresql';
     if (x.name === 'KnexTimeoutError') return 'postgresql';
     if (typeof x.code === 'string' && SOCKET.has(x.code)) return temporal ? 'temporal' : 'a dependency';
+    // A Unix socket whose server is gone: the file went with it, so connect() says ENOENT, not ECONNREFUSED.
+    if (x.code === 'ENOENT' && (x as { syscall?: unknown }).syscall === 'connect') return temporal ? 'temporal' : 'a dependency';
     if (typeof x.message === 'string' && MESSAGES.some((m) => m.test(x.message!))) return temporal || /deadline|No connection established/i.test(x.message) ? 'temporal' : 'postgresql';
   }
   return temporal ? 'temporal' : undefined;

@@ -21,7 +21,7 @@ import { checkInfraEnvAccess, loadHost, loadInfraEnv, loadInfraEnvWithCluster } 
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
-import { requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
+import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
 import { stepArgs } from './step-args';
 import { dueNow } from './step-cadence';
 import type { StepSends } from '../db/hosts-repo';
@@ -132,11 +132,9 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   if (host.status === 'disconnected') {
     // It polls again: refresh now rather than wait for a refresher, so this answer is already the plan of the
     // status it comes back to (a disconnected host is told to poll slowly). Once per reconnection, not per poll.
-    await ctx.db.transaction(async (trx) => {
-      if (host.clusterId) await ctx.repos.clusters.getForRefresh(host.clusterId, trx);
-      await refreshForHost(ctx, trx, key);
-    });
-    host.status = (await ctx.repos.hosts.get(key))!.status;
+    // Never waiting for a refresh in progress: then the refresh is queued, and this answer is the disconnected plan.
+    if (await refreshNowOrRequest(ctx, targetOfHost({ id: hostId, infra_env_id: infraEnvId, cluster_id: host.clusterId })))
+      host.status = (await ctx.repos.hosts.get(key))!.status;
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const rand = () => randomBytes(4).toString('hex');

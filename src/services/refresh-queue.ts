@@ -195,6 +195,37 @@ async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<str
 }
 
 /**
+ * Refreshes a target now if nothing holds it (no refresher, no other
+ * transaction on its cluster row), never waiting; otherwise asks for its
+ * refresh, which whoever holds it covers or the refresher runs next. Whether
+ * it ran. For a request that would like the refresh before it answers (a
+ * disconnected host polling again) but must not queue behind one: under a
+ * boot storm those waits, each holding a pooled connection, took the pool.
+ */
+export async function refreshNowOrRequest(ctx: ServiceContext, target: RefreshTarget): Promise<boolean> {
+  const key = targetKey(target);
+  return ctx.db.transaction(async (trx) => {
+    // The lock and the claim of what is pending in one statement, as a refresher claims (refreshTarget).
+    const { rows } = (await trx.raw(
+      `with l as (select pg_try_advisory_xact_lock(?, hashtext(?)) as ok), d as (delete from refresh_requests where target = ? and (select ok from l) returning 1) select (select ok from l) as ok, (select count(*) from d) as claimed`,
+      [LOCK_SPACE, key, key],
+    )) as { rows: Array<{ ok: boolean }> };
+    const free = rows[0]!.ok && ('clusterId' in target ? ((await trx.raw('select 1 from clusters where id = ? for no key update skip locked', [target.clusterId])) as { rows: unknown[] }).rows.length > 0 : true);
+    if (!free) {
+      // Rolled back with it is only what this transaction did (its claim); the request goes in on its own.
+      await requestRefresh(trx, target);
+      return false;
+    }
+    if ('clusterId' in target) await refreshCluster(ctx, trx, target.clusterId);
+    else {
+      const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: target.infraEnvId, hostId: target.hostId }, trx);
+      if (host && !host.cluster_id) await refreshUnboundHost(ctx, trx, host);
+    }
+    return true;
+  });
+}
+
+/**
  * One of `count` API processes on one machine: it refreshes the targets whose
  * hash falls to it, and any other target only once its request has waited
  * SHARD_GRACE_MS (its owner may be busy or gone). A cluster is then refreshed

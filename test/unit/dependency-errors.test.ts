@@ -12,6 +12,10 @@ describe('unavailableDependency', () => {
     const port = await freePort();
     const refused = await new Client({ connectionString: `postgres://x:y@127.0.0.1:${port}/db` }).connect().then(() => undefined, (e: unknown) => e);
     expect(unavailableDependency(refused)).toBe('a dependency');
+    // Through a Unix socket (the embedded server's local clients): a stopped server's socket file is gone.
+    const gone = await new Client({ connectionString: `postgres://x:y@localhost/db?host=${encodeURIComponent('/nonexistent-landfall-socket-dir')}&port=${port}` }).connect().then(() => undefined, (e: unknown) => e);
+    expect((gone as { code?: string }).code).toBe('ENOENT');
+    expect(unavailableDependency(gone)).toBe('a dependency');
     expect(unavailableDependency(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }))).toBe('postgresql');
     expect(unavailableDependency(Object.assign(new Error('the database system is starting up'), { code: '57P03', severity: 'FATAL' }))).toBe('postgresql');
     expect(unavailableDependency(new Error('Connection terminated unexpectedly'))).toBe('postgresql');
@@ -30,6 +34,8 @@ describe('unavailableDependency', () => {
   });
 
   it('leaves bugs and bad input alone', () => {
+    // A missing file is not a dependency away, unless it is a socket that connect() could not find.
+    expect(unavailableDependency(Object.assign(new Error('ENOENT: no such file or directory, open \'/x\''), { code: 'ENOENT', syscall: 'open' }))).toBeUndefined();
     expect(unavailableDependency(new TypeError("Cannot read properties of undefined (reading 'x')"))).toBeUndefined();
     // A constraint violation or a syntax error is PostgreSQL answering, not PostgreSQL away.
     expect(unavailableDependency(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505', severity: 'ERROR' }))).toBeUndefined();
