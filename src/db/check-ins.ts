@@ -18,8 +18,8 @@
  * deadlock with a transaction that holds one of its hosts and wants another
  * (a refresh writes several hosts in one transaction), and never holds the
  * polls queued behind it longer than its own round trip; a host it skipped
- * is answered from its last committed row, and that one check-in is not
- * recorded (see send).
+ * is checked in by the single statement on its own, which waits for the row
+ * as a poll always did.
  */
 import type { Knex } from 'knex';
 import { PREPARED, SOFT_COMMIT_SQL } from './database';
@@ -55,9 +55,6 @@ const RETURNING = (resend: string) => `hosts.status, hosts.cluster_id, hosts.dis
 const SINGLE_SQL = `update hosts set checked_in_at = ?, agent_timestamp = coalesce(?::bigint, agent_timestamp), discovery_agent_version = coalesce(?::text, discovery_agent_version)
   where infra_env_id = ? and id = ? and ${SOFT_COMMIT_SQL} is not null
   returning ${RETURNING('?::timestamptz')}`;
-
-/** What a poll needs of hosts whose rows another transaction holds, read without a lock (the last committed row). */
-const READ_SQL = `select k.n, ${RETURNING('k.resend')} from hosts join unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::int[]) as k(ie, id, resend, n) on hosts.infra_env_id = k.ie and hosts.id = k.id`;
 
 /** Several hosts; `n` says whose row is whose. Rows another transaction holds are skipped (left to SINGLE_SQL). */
 const BATCH_SQL = `with v as (select * from unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::bigint[], ?::text[], ?::timestamptz[], ?::int[]) as v(ie, id, at, ts, ver, resend, n)),
@@ -95,13 +92,6 @@ export async function checkInMany(db: Knex, batch: CheckIn[]): Promise<Map<numbe
   return new Map(rows.map((r) => [r.n, r]));
 }
 
-async function readForPoll(db: Knex, batch: CheckIn[]): Promise<Map<number, CheckInRow>> {
-  const { rows } = (await db
-    .raw(READ_SQL, [batch.map((c) => c.infraEnvId), batch.map((c) => c.hostId), batch.map((c) => c.resendBefore), batch.map((_, i) => i)] as unknown as readonly Knex.Value[])
-    .options(PREPARED)) as { rows: Array<CheckInRow & { n: number }> };
-  return new Map(rows.map((r) => [r.n, r]));
-}
-
 type Waiter = { c: CheckIn; done: Array<{ resolve: (r: CheckInRow | undefined) => void; reject: (e: unknown) => void }> };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -128,24 +118,12 @@ export function checkInBatcher(db: Knex): (c: CheckIn) => Promise<CheckInRow | u
       inFlight--;
       next();
     }
-    const rest: Waiter[] = [];
     for (const [i, w] of waiters.entries()) {
       const row = found.get(i);
       if (row) settle(w, row);
-      else rest.push(w);
-    }
-    if (!rest.length) return;
-    // Skipped (its row held by another transaction: a refresh writing its cluster, a status change) or missing.
-    // A poll never waits for a row lock: each waiting poll held a pooled connection, and under a boot storm
-    // they took the whole pool, every other poll stalled, and hosts went disconnected by the thousand
-    // (bench/fleet-real). Its answer is read from the last committed row instead, and its check-in is not
-    // recorded: soft state, as a crash may lose it too; the host polls again within a minute, and is
-    // disconnected only after several minutes of silence.
-    try {
-      const read = await readForPoll(db, rest.map((w) => w.c));
-      rest.forEach((w, i) => settle(w, read.get(i)));
-    } catch (err) {
-      for (const w of rest) for (const d of w.done) d.reject(err);
+      // Skipped (its row held by another transaction) or missing: on its own, outside the batches, which waits
+      // for the row as a poll always did, or says it is gone.
+      else checkInOne(db, w.c).then((r) => settle(w, r), (err: unknown) => w.done.forEach((d) => d.reject(err)));
     }
   };
   const settle = (w: Waiter, row: CheckInRow | undefined) => {

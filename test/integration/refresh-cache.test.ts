@@ -20,7 +20,7 @@ import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { refreshCluster } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
-import { drainRefreshRequests, REFRESH_BATCH_TARGETS, requestRefresh } from '../../src/services/refresh-queue';
+import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestPostgres, tempDir } from '../support/services';
 import { PULL_SECRET } from '../support/api-harness';
 
@@ -224,8 +224,8 @@ describe('a refresher works on several clusters at a time', () => {
 describe('a refresher claims and reads a batch of targets together', () => {
   it('refreshes several pending clusters in one transaction with one claim and one read of their clusters and hosts', async () => {
     const envs: Env[] = [];
-    // As many as one transaction takes (REFRESH_BATCH_TARGETS).
-    for (let i = 0; i < REFRESH_BATCH_TARGETS; i++) envs.push(await newCluster(`batch${i}`, 2, 100 + i));
+    // Batches of 4 (REFRESH_BATCH_TARGETS is the default; see its comment for why it is 1).
+    for (let i = 0; i < 4; i++) envs.push(await newCluster(`batch${i}`, 2, 100 + i));
     await drainRefreshRequests(ctx);
     // Each cluster gets a report that changes a validation, then all are refreshed in one drain.
     for (const [i, e] of envs.entries()) await report(e, e.hostIds[0]!, `batch${i}-h1`, `10.${100 + i}.0.11`, 1);
@@ -240,7 +240,7 @@ describe('a refresher claims and reads a batch of targets together', () => {
             }
           : Reflect.get(target, prop, receiver),
     });
-    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity)).toBe(REFRESH_BATCH_TARGETS);
+    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, undefined, 1, 4)).toBe(4);
     expect(transactions).toBe(1);
     const count = (re: RegExp) => sent.filter((s) => re.test(s.sql)).length;
     expect(count(/^delete from refresh_requests/)).toBe(1);
@@ -270,7 +270,7 @@ describe('a refresher claims and reads a batch of targets together', () => {
     };
     db.on('query', poisonedRead);
     try {
-      await expect(drainRefreshRequests({ ...ctx, repos: { ...ctx.repos, clusters: failing } }, Infinity)).rejects.toThrow('poisoned cluster');
+      await expect(drainRefreshRequests({ ...ctx, repos: { ...ctx.repos, clusters: failing } }, Infinity, undefined, 0, undefined, 1, 4)).rejects.toThrow('poisoned cluster');
     } finally {
       db.removeListener('query', poisonedRead);
     }
