@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
 import { PREPARED, SOFT_COMMIT_SQL } from './database';
-import { checkInBatcher, checkInOne } from './check-ins';
 
 type Q = Knex | Knex.Transaction;
 
@@ -35,7 +34,6 @@ function columns(db: Knex, patch: HostPatch): Record<string, unknown> {
 export function createHostsRepo(db: Knex) {
   const t = (q: Q = db) => q<HostRow>('hosts');
   const byKey = (k: HostKey) => ({ infra_env_id: k.infraEnvId, id: k.hostId });
-  const checkInBatched = checkInBatcher(db);
   return {
     async insert(row: Partial<HostRow> & Pick<HostRow, 'id' | 'infra_env_id' | 'status' | 'status_info'>, q: Q = db): Promise<HostRow> {
       const [r] = await t(q)
@@ -145,9 +143,30 @@ export function createHostsRepo(db: Knex) {
      * pass it a transaction that writes anything else.
      */
     async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends; reportPending: boolean; viewStamp: string | null } | undefined> {
-      const c = { infraEnvId: k.infraEnvId, hostId: k.hostId, at: new Date(), agentTimestamp, agentVersion, resendBefore };
-      // On the repository's own handle, polls that arrive together share a statement (check-ins.ts).
-      const r = q === db ? await checkInBatched(c) : await checkInOne(q as Knex, c);
+      const values: Record<string, unknown> = { checked_in_at: new Date() };
+      if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
+      if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
+      const stepsDue = q.raw(
+        `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due`,
+        [resendBefore],
+      );
+      const pending = q.raw('(report_pending is not null) as report_pending');
+      // The cluster's step-view stamp (an index lookup): the poll's cached step arguments are current while it holds.
+      const stamp = q.raw('(select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp');
+      const [r] = (await t(q)
+        .where(byKey(k))
+        .whereRaw(SOFT_COMMIT)
+        .update(values)
+        .options(PREPARED)
+        .returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string, pending as unknown as string, stamp as unknown as string])) as unknown as Array<{
+        status: string;
+        cluster_id: string | null;
+        discovery_agent_version: string | null;
+        step_sends: StepSends | null;
+        steps_due: boolean;
+        report_pending: boolean;
+        view_stamp: string | null;
+      }>;
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },
     /**

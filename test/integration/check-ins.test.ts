@@ -1,8 +1,10 @@
 /**
- * Polls' check-ins batched into one statement while another is in flight
- * (src/db/check-ins.ts), on a real PostgreSQL: each poll still gets its own
- * host's answer, a host whose row another transaction holds is still checked
- * in (and nothing deadlocks), a missing host is still missing.
+ * Polls' check-ins (hosts-repo checkIn) arriving together, on a real
+ * PostgreSQL: each poll gets its own host's answer and writes its own clock
+ * and version, a host whose row another transaction holds is checked in once
+ * it is free without holding back any other poll, a missing host is missing.
+ * (Written for a batched check-in that was tried and left out: see
+ * docs/architecture.md; what it asserts holds for any check-in.)
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -26,7 +28,7 @@ let ctx: ServiceContext;
 const user: Principal = { kind: 'admin', user: 'root' };
 const checkIns: string[] = [];
 const onQuery = (q: { sql: string }) => {
-  if (/^(with v as .*)?update hosts set checked_in_at/s.test(q.sql)) checkIns.push(q.sql.startsWith('with') ? 'batch' : 'single');
+  if (/^update "hosts" set "checked_in_at"/.test(q.sql)) checkIns.push(q.sql);
 };
 
 beforeAll(async () => {
@@ -57,7 +59,7 @@ async function fleet(n: number) {
 
 const row = (infraEnvId: string, id: string) => db('hosts').where({ infra_env_id: infraEnvId, id }).first('checked_in_at', 'agent_timestamp', 'discovery_agent_version', 'status');
 
-describe('check-ins that arrive together share a statement', () => {
+describe('check-ins that arrive together', () => {
   it('answers each poll with its own host, and writes each host its own clock and version', async () => {
     const f = await fleet(20);
     // One host gets a different status, so a mixed-up answer would show.
@@ -65,9 +67,7 @@ describe('check-ins that arrive together share a statement', () => {
     const before = new Date(Date.now() - 1000);
     checkIns.length = 0;
     const answers = await Promise.all(f.ids.map((id, i) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 1_700_000_000 + i, `v${i}`, new Date(Date.now() - 60_000))));
-    // Fewer statements than polls: the first goes alone, the rest wait for it and go out together.
-    expect(checkIns.length).toBeLessThan(f.ids.length);
-    expect(checkIns).toContain('batch');
+    expect(checkIns.length).toBeGreaterThan(0);
     answers.forEach((a, i) => {
       expect(a).toBeDefined();
       expect(a!.clusterId).toBe(f.clusterId);
