@@ -376,31 +376,6 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
   let windowTimer: NodeJS.Timeout | undefined;
   const idleWaiters: Array<() => void> = [];
 
-  /**
-   * A notification is a request that is ripe `minAgeMs` after it was made:
-   * one timer per window drains everything that arrived in it, rather than
-   * a drain (and its queries, in every API process) per notification. One
-   * that arrives while the timer is armed is noted, and the timer is armed
-   * again after its drain, for what was still too young then.
-   */
-  let armed = false;
-  let youngSinceArmed = false;
-  const wake = (): void => {
-    if (closed) return;
-    if (armed) {
-      youngSinceArmed = true;
-      return;
-    }
-    armed = true;
-    youngSinceArmed = false;
-    windowTimer = setTimeout(() => {
-      armed = false;
-      const rearm = youngSinceArmed;
-      run();
-      if (rearm) wake();
-    }, minAgeMs);
-  };
-
   const run = (): void => {
     if (closed) return;
     if (running) {
@@ -412,6 +387,11 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
         again = false;
         try {
           await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.shard, opts.concurrency ?? REFRESH_CONCURRENCY);
+          // Requests younger than the window: their turn comes when it has passed.
+          if (!closed && (await ctx.db('refresh_requests').first('id'))) {
+            clearTimeout(windowTimer);
+            windowTimer = setTimeout(run, minAgeMs);
+          }
         } catch (err) {
           // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).
           logger?.warn({ err: (err as Error).message }, 'refresher round failed; retrying at the next sweep');
@@ -428,7 +408,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
   const connect = async (): Promise<void> => {
     if (closed) return;
     const client = new Client({ connectionString: databaseUrl });
-    client.on('notification', wake);
+    client.on('notification', run);
     const retry = () => {
       if (listener === client) listener = undefined;
       client.end().catch(() => undefined);
