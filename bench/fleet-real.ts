@@ -66,7 +66,7 @@ interface Options {
   hostsPerProcess: number;
   /** Agents hold back a success identical to the last one (Landfall's agent) instead of answering every step (the upstream agent). */
   holdBackUnchanged: boolean;
-  /** More environment for the stack (`landfall dev` and so its API and worker processes), e.g. NODE_OPTIONS=--cpu-prof. */
+  /** More environment for the stack (`landfall dev` and so its API and worker processes), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p' (NODE_OPTIONS refuses --cpu-prof). */
   stackEnv: Record<string, string>;
   json?: string;
 }
@@ -82,7 +82,7 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
   --hold-back-unchanged      agents do not post a success identical to their last one (Landfall's own agent's
                              economy); by default every step handed out is answered, as the upstream agent does
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
-  --stack-env K=V            more environment for the stack (repeatable), e.g. NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/p'
+  --stack-env K=V            more environment for the stack (repeatable), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'
   --json FILE                the result file (default bench/results/fleet-real-<time>.json)
 `;
 
@@ -299,6 +299,7 @@ async function main(): Promise<void> {
     const sampler = setInterval(sampleRss, 5_000);
     const loadW0 = loadAverage();
     const before = await totalsNow();
+    const dbBefore = await dbWork(s.databaseUrl);
     const statusesBefore = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
     out(`measuring ${duration} s; host statuses ${statusesBefore.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
     for (const sh of shards) sh.startWindow();
@@ -313,6 +314,7 @@ async function main(): Promise<void> {
     clearInterval(sampler);
     sampleRss();
     const after = await totalsNow();
+    const db = diffDbWork(dbBefore, await dbWork(s.databaseUrl));
     const statusesAfter = await pgQuery<{ status: string; n: number }>(s.databaseUrl, 'select status, count(*)::int as n from hosts group by status order by n desc');
     // The fleet's CPU: this process and every fleet process, one figure.
     for (let i = 0; i < forked.length; i++) {
@@ -376,6 +378,8 @@ async function main(): Promise<void> {
     for (const c of cadence) {
       out(`    ${c.type.padEnd(30)} ${fmtNum(c.handedOut).padStart(9)}   ${fmtNum(c.perPoll, 3)}/poll   expected ${c.expectedPerPoll === undefined ? '—' : fmtNum(c.expectedPerPoll, 3)}   ${c.within10 === undefined ? '' : `${c.deviation === undefined ? '(not asked of this agent)' : `${c.deviation >= 0 ? '+' : ''}${fmtNum(c.deviation * 100, 1)} %`} → ${c.within10 ? 'MET' : 'MISSED'}${c.windowCovers ? '' : ' (window < 3 intervals: not a verdict)'}`}`);
     }
+    const perRequest = (n: number) => fmtNum(n / Math.max(1, polls + replies), 2);
+    out(`  database    per request (poll or reply): ${perRequest(db.transactions)} transactions, ${perRequest(db.hostRowWrites)} host row writes; per second: ${fmtNum(db.factChanges / secs, 1)} fact writes (facts_version), ${fmtNum(db.refreshRequests / secs, 1)} refresh requests, ${fmtNum(db.refreshesClaimed / secs, 1)} claimed`);
     out(`  CPU (cores) ${Object.entries(cpu.cores).map(([k, v]) => `${k} ${fmtNum(v, 3)}`).join('   ')}   other processes ${fmtNum(cpu.other, 2)}`);
     out(`  per 1,000 hosts (cores) ${Object.entries(per1000).map(([k, v]) => `${k} ${fmtNum(v, 4)}`).join('   ')}`);
     out(`  service stack (all but the fleet): ${fmtNum(stackCores, 3)} cores = ${fmtNum(msPerHostMinute, 2)} ms of CPU per host per minute (budget ${BUDGET_MS_PER_HOST_MINUTE}) → 100,000 hosts ≈ ${fmtNum(at100k, 2)} cores of 2 (${at100k <= 2 ? 'within' : `misses by ${fmtNum(at100k / 2, 1)}x`})`);
@@ -398,6 +402,7 @@ async function main(): Promise<void> {
           generator,
           answers,
           cadence,
+          database: db,
           cpu,
           cpuPer1000Hosts: per1000,
           stackCores,
@@ -413,6 +418,28 @@ async function main(): Promise<void> {
   } finally {
     await stopAll();
   }
+}
+
+/**
+ * What the database did: transactions committed (an agent request's statements
+ * are each their own, a refresh one), host row writes, fact changes (every
+ * stored fact bumps facts_version), refresh requests queued and claimed.
+ */
+async function dbWork(url: string) {
+  const [r] = await pgQuery<{ transactions: string; host_row_writes: string; fact_changes: string; refresh_requests: string; refreshes_claimed: string }>(
+    url,
+    `select (select xact_commit from pg_stat_database where datname = current_database()) as transactions,
+            (select n_tup_upd from pg_stat_user_tables where relname = 'hosts') as host_row_writes,
+            (select coalesce(sum(facts_version), 0) from hosts) as fact_changes,
+            (select n_tup_ins from pg_stat_user_tables where relname = 'refresh_requests') as refresh_requests,
+            (select n_tup_del from pg_stat_user_tables where relname = 'refresh_requests') as refreshes_claimed`,
+  );
+  return Object.fromEntries(Object.entries(r!).map(([k, v]) => [k, Number(v)])) as Record<'transactions' | 'host_row_writes' | 'fact_changes' | 'refresh_requests' | 'refreshes_claimed', number>;
+}
+
+function diffDbWork(a: Awaited<ReturnType<typeof dbWork>>, b: Awaited<ReturnType<typeof dbWork>>) {
+  // Statistics reach pg_stat_* within about a second of a commit: close enough for a window of minutes.
+  return { transactions: b.transactions - a.transactions, hostRowWrites: b.host_row_writes - a.host_row_writes, factChanges: b.fact_changes - a.fact_changes, refreshRequests: b.refresh_requests - a.refresh_requests, refreshesClaimed: b.refreshes_claimed - a.refreshes_claimed };
 }
 
 /** With the whole fleet in this process (--hosts-per-process 0), thousands of agents: give the heap room (a host's agent, executor and caches take ~160 KB). */

@@ -19,6 +19,76 @@ export type HostKey = { infraEnvId: string; hostId: string };
 /** Per repeating step type: a digest of the arguments last handed out, and when (ms). */
 export type StepSends = Record<string, { d: string; at: number }>;
 
+/** What a poll's check-in returns of the host row. */
+export interface CheckedIn {
+  status: string;
+  clusterId: string | null;
+  stepsDue: boolean;
+  agentVersion: string | null;
+  stepSends: StepSends;
+  reportPending: boolean;
+  viewStamp: string | null;
+}
+
+/**
+ * The repeating steps a poll would hand out, planned before its check-in for
+ * a host in one of `statuses` (all with that plan), bound to `clusterId`
+ * whose step view carries `viewStamp`: per step type its argument digest and
+ * the instant at or before which a send of the same arguments is stale (now
+ * minus the repeat interval and the early-poll slack). `at`: this poll's
+ * instant, recorded for each step handed out.
+ */
+export interface StepPlanGuess {
+  statuses: readonly string[];
+  clusterId: string;
+  viewStamp: string;
+  at: number;
+  candidates: Array<{ t: string; d: string; stale: number }>;
+}
+
+/**
+ * The check-in (see checkIn). Parameters: 1 time, 2 agent timestamp, 3 agent
+ * version, 4–8 the plan (statuses, cluster, step-view stamp, instant,
+ * candidates; all null without one), 9–10 the key, 11 the resend bound of
+ * queued steps handed out and never answered. Column references in SET are
+ * the row before this update; a step is due as step-cadence.ts dueNow says:
+ * never sent, sent with other arguments, or sent at or before its stale mark.
+ */
+const CHECK_IN_SQL = `update hosts set
+    checked_in_at = ?,
+    agent_timestamp = coalesce(?, agent_timestamp),
+    discovery_agent_version = coalesce(?, discovery_agent_version),
+    step_sends = case
+      when ?::text[] @> array[status::text] and cluster_id = ?::uuid
+           and (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) = ?
+      then coalesce(step_sends, '{}'::jsonb) || coalesce(
+        (select jsonb_object_agg(c.t, jsonb_build_object('d', c.d, 'at', ?::bigint))
+           from jsonb_to_recordset(?::jsonb) as c(t text, d text, stale bigint)
+          where step_sends->c.t->>'d' is distinct from c.d or (step_sends->c.t->>'at')::bigint <= c.stale),
+        '{}'::jsonb)
+      else step_sends end
+  where infra_env_id = ? and id = ? and ${SOFT_COMMIT}
+  returning status, cluster_id, discovery_agent_version, step_sends,
+    exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
+    (report_pending is not null) as report_pending,
+    (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp`;
+
+/**
+ * Whether the check-in applied the plan: the row returned matches it (this
+ * statement changes none of what the plan is checked against, so the row
+ * after it says what the guard saw), and then which candidates it recorded
+ * as handed out now.
+ */
+export function planHeld(plan: StepPlanGuess, row: CheckedIn): { sent: StepSends } | undefined {
+  if (!plan.statuses.includes(row.status) || row.clusterId !== plan.clusterId || row.viewStamp !== plan.viewStamp) return undefined;
+  const sent: StepSends = {};
+  for (const c of plan.candidates) {
+    const s = row.stepSends[c.t];
+    if (s && s.at === plan.at && s.d === c.d) sent[c.t] = s;
+  }
+  return { sent };
+}
+
 export type HostPatch = Partial<Omit<HostRow, 'id' | 'infra_env_id' | 'created_at' | 'status' | 'status_info' | 'status_updated_at' | 'facts_version'>>;
 
 /** Every column but the large ones (inventory, doc): what a refresh reads on every round and a refresh's write returns. */
@@ -142,31 +212,29 @@ export function createHostsRepo(db: Knex) {
      * A statement of its own, committed as soft state (SOFT_COMMIT): never
      * pass it a transaction that writes anything else.
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, q: Q = db): Promise<{ status: string; clusterId: string | null; stepsDue: boolean; agentVersion: string | null; stepSends: StepSends; reportPending: boolean; viewStamp: string | null } | undefined> {
-      const values: Record<string, unknown> = { checked_in_at: new Date() };
-      if (agentTimestamp !== undefined) values.agent_timestamp = agentTimestamp;
-      if (agentVersion !== undefined) values.discovery_agent_version = agentVersion;
-      const stepsDue = q.raw(
-        `exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due`,
-        [resendBefore],
-      );
-      const pending = q.raw('(report_pending is not null) as report_pending');
-      // The cluster's step-view stamp (an index lookup): the poll's cached step arguments are current while it holds.
-      const stamp = q.raw('(select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp');
-      const [r] = (await t(q)
-        .where(byKey(k))
-        .whereRaw(SOFT_COMMIT)
-        .update(values)
-        .options(PREPARED)
-        .returning(['status', 'cluster_id', 'discovery_agent_version', 'step_sends', stepsDue as unknown as string, pending as unknown as string, stamp as unknown as string])) as unknown as Array<{
-        status: string;
-        cluster_id: string | null;
-        discovery_agent_version: string | null;
-        step_sends: StepSends | null;
-        steps_due: boolean;
-        report_pending: boolean;
-        view_stamp: string | null;
-      }>;
+    /**
+     * A poll's check-in: one statement, which also says whether the step
+     * queue needs a look. With `plan` (the repeating steps a poll would hand
+     * out to a host of that status, cluster and step-view stamp, planned
+     * before the check-in), the statement also decides which of them are due
+     * from the row's own step sends and records them, if the row matches the
+     * plan (planHeld says whether it did, from the row returned).
+     */
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess, q: Q = db): Promise<CheckedIn | undefined> {
+      const { rows } = (await q.raw(CHECK_IN_SQL, [
+        new Date(),
+        agentTimestamp ?? null,
+        agentVersion ?? null,
+        plan ? `{${plan.statuses.join(',')}}` : null,
+        plan?.clusterId ?? null,
+        plan?.viewStamp ?? null,
+        plan?.at ?? null,
+        plan ? JSON.stringify(plan.candidates) : null,
+        k.infraEnvId,
+        k.hostId,
+        resendBefore,
+      ]).options(PREPARED)) as { rows: Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null }> };
+      const r = rows[0];
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },
     /**

@@ -38,7 +38,10 @@ function spawnComponent(name: 'api' | 'worker' | 'operator', cfg: Config): Child
   // Children parse the same variables through parseConfig, like in production.
   const env = { ...passthroughEnv(), ...configToEnv(cfg) };
   const clean = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
-  return spawn(process.execPath, [MAIN, name], { env: clean, stdio: ['ignore', 'inherit', 'inherit'] });
+  // Node's own flags for the children (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`, which NODE_OPTIONS refuses);
+  // node:cluster's API processes inherit them from their primary.
+  const nodeArgs = (process.env.LANDFALL_CHILD_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  return spawn(process.execPath, [...nodeArgs, MAIN, name], { env: clean, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
 async function waitReady(url: string, timeoutMs: number, children: ChildProcess[]): Promise<void> {

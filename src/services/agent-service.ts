@@ -23,8 +23,9 @@ import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
 import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
 import { stepArgs } from './step-args';
-import { dueNow } from './step-cadence';
-import type { StepSends } from '../db/hosts-repo';
+import { dueNow, staleMark } from './step-cadence';
+import { planHeld, type StepPlanGuess, type StepSends } from '../db/hosts-repo';
+import { rememberView, viewHint } from './poll-memo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
 import { INSTALL_PHASE_HOST_STATUSES } from './install-signals';
 import { nextHostStatus } from '../domain/lifecycle/host-state-machine';
@@ -120,12 +121,20 @@ function newHostRow(ctx: ServiceContext, infraEnvId: string, clusterId: string |
 export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, agentTimestamp?: number, agentVersion?: string) {
   await checkInfraEnvAccess(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
-  const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS));
+  const now = ctx.now().getTime();
+  const rand = () => randomBytes(4).toString('hex');
+  // The repeating steps planned before the check-in, from the cluster view this process last saw for the
+  // infra-env (poll-memo.ts): the check-in then decides which are due and records them in its own statement.
+  const guess = agentVersion !== undefined ? await guessedPlan(ctx, infraEnvId, hostId, agentVersion, now) : undefined;
+  const host = await ctx.repos.hosts.checkIn(key, agentTimestamp, agentVersion, new Date(Date.now() - RESEND_AFTER_MS), guess?.plan);
   if (!host) {
     // A missing infra-env is reported as such (hosts go with their infra-env).
     await loadInfraEnv(ctx, p, infraEnvId);
     throw notFound(`host ${hostId}`);
   }
+  rememberView(infraEnvId, host.clusterId, host.viewStamp);
+  // Judged on the row as the check-in returned it (a disconnected host's status may move below).
+  const held = guess ? planHeld(guess.plan, host) : undefined;
   // A report whose signal failed (Temporal away, an API process killed after its commit) goes now.
   // The poll's answer does not depend on it: if Temporal is still away it stays for the next poll.
   if (host.reportPending) await deliverHostReport(ctx, key).catch(() => undefined);
@@ -137,30 +146,63 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
       host.status = (await ctx.repos.hosts.get(key))!.status;
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
-  const rand = () => randomBytes(4).toString('hex');
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
-  // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
-  let row: Promise<HostRow | undefined> | undefined;
-  const polling = { id: hostId, cluster_id: host.clusterId, view_stamp: host.viewStamp, row: () => (row ??= ctx.repos.hosts.get(key)) };
-  const now = ctx.now().getTime();
-  const skipped = skippedFor(agentVersion ?? host.agentVersion);
-  const sent: StepSends = {};
-  for (const type of plan.steps) {
-    if (skipped.includes(type)) continue;
-    const args = await stepArgs(ctx, type, polling);
-    const due = args ? dueNow(host.stepSends, type, args, now, ctx.stepRepeatMs) : undefined;
-    if (!due) continue;
-    if (due !== 'due') sent[type] = due;
-    instructions.push({ step_type: type, step_id: stepId(type, rand), args: args! });
+  if (held) {
+    for (const type of guess!.order) if (held.sent[type] || !guess!.args.get(type)!.repeats) instructions.push({ step_type: type, step_id: stepId(type, rand), args: guess!.args.get(type)!.args });
+  } else {
+    // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
+    let row: Promise<HostRow | undefined> | undefined;
+    const polling = { id: hostId, cluster_id: host.clusterId, view_stamp: host.viewStamp, row: () => (row ??= ctx.repos.hosts.get(key)) };
+    const skipped = skippedFor(agentVersion ?? host.agentVersion);
+    const sent: StepSends = {};
+    for (const type of plan.steps) {
+      if (skipped.includes(type)) continue;
+      const args = await stepArgs(ctx, type, polling);
+      const due = args ? dueNow(host.stepSends, type, args, now, ctx.stepRepeatMs) : undefined;
+      if (!due) continue;
+      if (due !== 'due') sent[type] = due;
+      instructions.push({ step_type: type, step_id: stepId(type, rand), args: args! });
+    }
+    // Remembered on the host row, not in this process: the next poll may reach another replica.
+    if (Object.keys(sent).length) await ctx.repos.hosts.recordStepSends(key, sent);
   }
-  // Remembered on the host row, not in this process: the next poll may reach another replica.
-  if (Object.keys(sent).length) await ctx.repos.hosts.recordStepSends(key, sent);
   // A host in error or cancelled is asked for its logs once per failure or cancel.
   if (LOGS_WANTED_STATUSES.includes(host.status)) instructions.push(...(await logsGatherSteps(ctx, key, (type) => stepId(type, rand))));
   // Most polls find the queue empty; checkIn said so without another round trip.
   const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];
   for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
   return { next_instruction_seconds: plan.nextInstructionSeconds, post_step_action: 'continue' as const, instructions };
+}
+
+/** The statuses whose plan is the discovery checks: a poll's steps are planned before its check-in only for these. */
+const CHECKING_STATUSES = Object.keys(STEPS_BY_HOST_STATUS).filter((s) => STEPS_BY_HOST_STATUS[s]!.steps === STEPS_BY_HOST_STATUS.known!.steps);
+
+/**
+ * The discovery checks of a host in a checking status, bound to the cluster
+ * this process last saw for its infra-env, with their arguments: per repeating
+ * step its digest and stale mark for the check-in (StepPlanGuess), in plan order.
+ */
+async function guessedPlan(ctx: ServiceContext, infraEnvId: string, hostId: string, agentVersion: string, now: number) {
+  const hint = viewHint(infraEnvId);
+  if (!hint) return undefined;
+  // Only steps the cluster view answers: a step that needs the host row is planned after the check-in.
+  let needsRow = false;
+  const polling = { id: hostId, cluster_id: hint.clusterId, view_stamp: hint.viewStamp, row: async () => void (needsRow = true) };
+  const skipped = skippedFor(agentVersion);
+  const order: string[] = [];
+  const args = new Map<string, { args: string[]; repeats: boolean }>();
+  const candidates: StepPlanGuess['candidates'] = [];
+  for (const type of STEPS_BY_HOST_STATUS.known!.steps) {
+    if (skipped.includes(type)) continue;
+    const a = await stepArgs(ctx, type, polling);
+    if (!a) continue;
+    const mark = staleMark(type, a, now, ctx.stepRepeatMs);
+    order.push(type);
+    args.set(type, { args: a, repeats: mark !== undefined });
+    if (mark) candidates.push({ t: type, d: mark.d, stale: mark.stale });
+  }
+  if (needsRow) return undefined;
+  return { plan: { statuses: CHECKING_STATUSES, clusterId: hint.clusterId, viewStamp: hint.viewStamp, at: now, candidates }, order, args };
 }
 
 /** Step types whose reply output is a JSON document stored on the host as a string field. */

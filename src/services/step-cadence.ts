@@ -52,12 +52,22 @@ function argsDigest(args: string[]): string {
  * record to store when the step goes out ('due' for a step that does not repeat).
  */
 export function dueNow(sends: StepSends, type: string, args: string[], nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; at: number } | 'due' | undefined {
-  const every = repeatMs[type];
-  if (every === undefined) return 'due';
-  const d = argsDigest(args);
+  const mark = staleMark(type, args, nowMs, repeatMs);
+  if (!mark) return 'due';
   const prev = sends[type];
+  if (prev && prev.d === mark.d && prev.at > mark.stale) return undefined;
+  return { d: mark.d, at: nowMs };
+}
+
+/**
+ * A repeating step's argument digest, and the instant at or before which a
+ * send of those arguments is stale (due again); undefined for a step that
+ * does not repeat. The check-in applies the same rule in SQL (hosts-repo.ts).
+ */
+export function staleMark(type: string, args: string[], nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; stale: number } | undefined {
+  const every = repeatMs[type];
+  if (every === undefined) return undefined;
   // A poll that comes a little early still counts: agents poll every ~60 s, and a strict bound would let one
   // that arrives at 119.9 s of a 120 s interval wait a whole extra poll (every 3 minutes instead of 2).
-  if (prev && prev.d === d && nowMs - prev.at < every - Math.min(EARLY_POLL_SLACK_MS, every / 10)) return undefined;
-  return { d, at: nowMs };
+  return { d: argsDigest(args), stale: nowMs - (every - Math.min(EARLY_POLL_SLACK_MS, every / 10)) };
 }

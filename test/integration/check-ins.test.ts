@@ -28,7 +28,7 @@ let ctx: ServiceContext;
 const user: Principal = { kind: 'admin', user: 'root' };
 const checkIns: string[] = [];
 const onQuery = (q: { sql: string }) => {
-  if (/^update "hosts" set "checked_in_at"/.test(q.sql)) checkIns.push(q.sql);
+  if (/^update hosts set\s+checked_in_at/.test(q.sql)) checkIns.push(q.sql);
 };
 
 beforeAll(async () => {
