@@ -58,6 +58,34 @@ class PreparingClient extends ClientPG {
   }
 }
 
+interface PooledPgConnection {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+interface PoolingClient {
+  acquireConnection(): Promise<PooledPgConnection>;
+  releaseConnection(c: PooledPgConnection): Promise<void>;
+}
+
+/**
+ * A hot statement (the poll's check-in, a step reply's facts) run on a pooled
+ * connection as a named prepared statement, without knex's query building
+ * and runner: their share of a poll's API CPU was about a tenth (profile in
+ * bench/README.md, 2026-11-27). The text is PostgreSQL's own (`$1`, a
+ * parameter used twice is sent once), fixed, so one name per text. The same
+ * pool as every other statement, and the same `query` event (tests count
+ * statements by it); errors are pg's, as knex passes them on.
+ */
+export async function hotQuery<R>(db: Db, text: string, values: unknown[]): Promise<R[]> {
+  const client = db.client as unknown as PoolingClient;
+  const connection = await client.acquireConnection();
+  try {
+    db.emit('query', { sql: text, bindings: values, method: 'raw' });
+    return (await connection.query({ name: statementName(text), text, values })).rows as R[];
+  } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
 export function createDb(url: string, poolMax = 10): Db {
   return knex({
     client: PreparingClient as unknown as typeof knex.Client,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
-import { PREPARED, SOFT_COMMIT_SQL } from './database';
+import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from './database';
 
 type Q = Knex | Knex.Transaction;
 
@@ -55,21 +55,21 @@ export interface StepPlanGuess {
  * never sent, sent with other arguments, or sent at or before its stale mark.
  */
 const CHECK_IN_SQL = `update hosts set
-    checked_in_at = ?,
-    agent_timestamp = coalesce(?, agent_timestamp),
-    discovery_agent_version = coalesce(?, discovery_agent_version),
+    checked_in_at = $1,
+    agent_timestamp = coalesce($2, agent_timestamp),
+    discovery_agent_version = coalesce($3, discovery_agent_version),
     step_sends = case
-      when ?::text[] @> array[status::text] and cluster_id = ?::uuid
-           and (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) = ?
+      when $4::text[] @> array[status::text] and cluster_id = $5::uuid
+           and (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) = $6
       then coalesce(step_sends, '{}'::jsonb) || coalesce(
-        (select jsonb_object_agg(c.t, jsonb_build_object('d', c.d, 'at', ?::bigint))
-           from jsonb_to_recordset(?::jsonb) as c(t text, d text, stale bigint)
+        (select jsonb_object_agg(c.t, jsonb_build_object('d', c.d, 'at', $7::bigint))
+           from jsonb_to_recordset($8::jsonb) as c(t text, d text, stale bigint)
           where step_sends->c.t->>'d' is distinct from c.d or (step_sends->c.t->>'at')::bigint <= c.stale),
         '{}'::jsonb)
       else step_sends end
-  where infra_env_id = ? and id = ? and ${SOFT_COMMIT}
+  where infra_env_id = $9 and id = $10 and ${SOFT_COMMIT}
   returning status, cluster_id, discovery_agent_version, step_sends,
-    exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ? and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
+    exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < $11 and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
     (report_pending is not null) as report_pending,
     (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp`;
 
@@ -220,8 +220,8 @@ export function createHostsRepo(db: Knex) {
      * from the row's own step sends and records them, if the row matches the
      * plan (planHeld says whether it did, from the row returned).
      */
-    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess, q: Q = db): Promise<CheckedIn | undefined> {
-      const { rows } = (await q.raw(CHECK_IN_SQL, [
+    async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess): Promise<CheckedIn | undefined> {
+      const rows = await hotQuery<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null }>(db, CHECK_IN_SQL, [
         new Date(),
         agentTimestamp ?? null,
         agentVersion ?? null,
@@ -233,7 +233,7 @@ export function createHostsRepo(db: Knex) {
         k.infraEnvId,
         k.hostId,
         resendBefore,
-      ]).options(PREPARED)) as { rows: Array<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null }> };
+      ]);
       const r = rows[0];
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },

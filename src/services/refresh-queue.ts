@@ -31,7 +31,7 @@
  */
 import { Client } from 'pg';
 import type { Knex } from 'knex';
-import { PREPARED, SOFT_COMMIT_SQL } from '../db/database';
+import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from '../db/database';
 import type { Logger } from '../logger';
 import type { ServiceContext } from './context';
 import { refreshCluster, refreshClusters, refreshUnboundHost } from './refresh-service';
@@ -82,6 +82,32 @@ export function refreshRequestRow(target: RefreshTarget): RequestRow {
 }
 
 /**
+ * storeReplyFacts's statement. Parameters: 1–3 the step's exit code, output
+ * and error, 4–5 the host's key, 6 the step id, 7 the doc field the reply sets
+ * (null: none), 8 its value (null: the output), 9 the inventory (null: none,
+ * or the output when 10), 10 whether the inventory is the output, 11 whether
+ * a waiting BMC enrolment leaves the facts to the locking path, 12 the
+ * refresh channel.
+ */
+const STORE_REPLY_SQL = `with s as (update host_steps set state = 'replied', replied_at = now(), exit_code = $1, output = $2, error = $3
+                         where infra_env_id = $4 and host_id = $5 and step_id = $6 returning 1),
+     u as (update hosts set doc = case when $7::text is null then doc else doc || jsonb_build_object($7::text, coalesce($8::text, $2::text)) end,
+                            inventory = case when $10::boolean then $2::text else coalesce($9::text, inventory) end,
+                            updated_at = now(), facts_version = facts_version + 1
+           where infra_env_id = $4 and id = $5
+             and not (($7::text is null or doc->>$7::text is not distinct from coalesce($8::text, $2::text))
+                      and (($9::text is null and not $10::boolean) or inventory is not null))
+             and not ($11::boolean and exists (select 1 from bmc_hosts where infra_env_id = $4))
+           returning infra_env_id, id, cluster_id),
+     r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id)
+           select case when u.cluster_id is not null then 'c:' || u.cluster_id else 'h:' || u.infra_env_id || '/' || u.id end,
+                  u.cluster_id, case when u.cluster_id is null then u.infra_env_id end, case when u.cluster_id is null then u.id end
+           from u returning 1)
+     select exists (select 1 from hosts where infra_env_id = $4 and id = $5) as host,
+            (select count(*) from (select pg_notify($12, '') from r) n) > 0 as changed,
+            $11::boolean and exists (select 1 from bmc_hosts where infra_env_id = $4) as enrolment`;
+
+/**
  * A step reply's record and facts in one statement (its own transaction, one
  * round trip instead of six): the step marked replied; the host's `fields`
  * merged into its doc (and its inventory replaced, when given) only when they
@@ -100,22 +126,27 @@ export async function storeReplyFacts(
   unlessEnrolment = false,
 ): Promise<{ changed: boolean; enrolment: boolean } | undefined> {
   const { infraEnvId: ie, hostId: id } = key;
-  // `doc @> fields`: every field already holds the same value (they are all strings); an inventory also needs the row to have one.
-  const { rows } = await db.raw<{ rows: Array<{ host: boolean; changed: boolean; enrolment: boolean }> }>(
-    `with s as (update host_steps set state = 'replied', replied_at = now(), exit_code = ?, output = ?, error = ? where infra_env_id = ? and host_id = ? and step_id = ? returning 1),
-     u as (update hosts set doc = doc || ?::jsonb, inventory = coalesce(?, inventory), updated_at = now(), facts_version = facts_version + 1
-           where infra_env_id = ? and id = ? and not (doc @> ?::jsonb and (?::text is null or inventory is not null))
-             and not (?::boolean and exists (select 1 from bmc_hosts where infra_env_id = ?))
-           returning infra_env_id, id, cluster_id),
-     r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id)
-           select case when u.cluster_id is not null then 'c:' || u.cluster_id else 'h:' || u.infra_env_id || '/' || u.id end,
-                  u.cluster_id, case when u.cluster_id is null then u.infra_env_id end, case when u.cluster_id is null then u.id end
-           from u returning 1)
-     select exists (select 1 from hosts where infra_env_id = ? and id = ?) as host,
-            (select count(*) from (select pg_notify(?, '') from r) n) > 0 as changed,
-            ?::boolean and exists (select 1 from bmc_hosts where infra_env_id = ?) as enrolment`,
-    [step.exit_code, step.output, step.error, ie, id, step.id, JSON.stringify(fields), inventory ?? null, ie, id, JSON.stringify(fields), inventory ?? null, unlessEnrolment, ie, ie, id, REFRESH_CHANNEL, unlessEnrolment, ie],
-  ).options(PREPARED);
+  // Every reply sets one field of the doc (a string); an inventory also replaces the inventory column.
+  const entries = Object.entries(fields);
+  if (entries.length > 1) throw new Error('a step reply stores one field');
+  const [field, value] = (entries[0] ?? [null, null]) as [string | null, string | null];
+  // The field compared as text (`doc->>field`), not as a JSON document: a connectivity report is ~20 KB, and
+  // parsing it as jsonb to test containment cost PostgreSQL ~4x this statement's CPU (bench/README.md, 2026-11-27).
+  // A value or inventory that is the step's output itself is sent once, as the output.
+  const rows = await hotQuery<{ host: boolean; changed: boolean; enrolment: boolean }>(db, STORE_REPLY_SQL, [
+    step.exit_code,
+    step.output,
+    step.error,
+    ie,
+    id,
+    step.id,
+    field,
+    value === step.output ? null : value,
+    inventory === undefined || inventory === step.output ? null : inventory,
+    inventory !== undefined && inventory === step.output,
+    unlessEnrolment,
+    REFRESH_CHANNEL,
+  ]);
   const r = rows[0]!;
   return r.host ? { changed: r.changed, enrolment: r.enrolment } : undefined;
 }

@@ -109,6 +109,26 @@ describe('a step reply stored in one statement (storeReplyFacts)', () => {
     expect(await storeReplyFacts(db, key, step('ntp-2'), { ntp_sources: '["a"]' }, undefined, false)).toEqual({ changed: true, enrolment: false });
     await db('bmc_hosts').where({ infra_env_id: infraEnvId }).delete();
   });
+
+  it('compares a report that is the output itself as text, and stores an inventory given apart from the output', async () => {
+    const report = JSON.stringify({ remote_hosts: Array.from({ length: 49 }, (_, i) => ({ host_id: `peer-${i}`, l3_connectivity: [{ remote_ip_address: `10.0.0.${i}`, successful: true }] })) });
+    const step = (id: string, output: string) => ({ id, exit_code: 0, output, error: '' });
+    const connectivity = async () => ((await createHostsRepo(db).get(key))?.doc as Record<string, unknown>).connectivity;
+    expect(await storeReplyFacts(db, key, step('conn-1', report), { connectivity: report }, undefined)).toEqual({ changed: true, enrolment: false });
+    expect(await connectivity()).toBe(report);
+    // The same report: no new fact. One peer's address differs: a new fact, stored as sent.
+    expect(await storeReplyFacts(db, key, step('conn-2', report), { connectivity: report }, undefined)).toEqual({ changed: false, enrolment: false });
+    const other = report.replace('"10.0.0.7"', '"10.0.0.77"');
+    expect(await storeReplyFacts(db, key, step('conn-3', other), { connectivity: other }, undefined)).toEqual({ changed: true, enrolment: false });
+    expect(await connectivity()).toBe(other);
+    // A field whose value is not the output (NTP sources taken out of it) keeps its own value.
+    expect(await storeReplyFacts(db, key, step('ntp-9', '{"ntp_sources":[{"source_name":"a"}]}'), { ntp_sources: '[{"source_name":"a"}]' }, undefined)).toEqual({ changed: true, enrolment: false });
+    expect(((await createHostsRepo(db).get(key))?.doc as Record<string, unknown>).ntp_sources).toBe('[{"source_name":"a"}]');
+    // An inventory as the service stores it, not as the agent sent it.
+    expect(await storeReplyFacts(db, key, step('inv-9', '{"raw":1}'), { inventory_digest: 'd9' }, '{"normalised":1}')).toEqual({ changed: true, enrolment: false });
+    expect((await createHostsRepo(db).get(key))?.inventory).toBe('{"normalised":1}');
+    await expect(storeReplyFacts(db, key, step('two', ''), { a: '1', b: '2' }, undefined)).rejects.toThrow(/one field/);
+  });
 });
 
 describe('a new host registered in one statement (hosts.insertRegistered)', () => {
