@@ -7,22 +7,16 @@
  * docs/architecture.md; what it asserts holds for any check-in.)
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { parseConfig } from '../../src/config';
-import { createDb, type Db } from '../../src/db/database';
-import { migrateLatest } from '../../src/db/migrations';
-import { createRepos, type ServiceContext } from '../../src/services/context';
-import { buildServiceContext } from '../../src/services/build-context';
-import { LocalObjectStore } from '../../src/storage/local-object-store';
+import type { Db } from '../../src/db/database';
+import type { ServiceContext } from '../../src/services/context';
 import type { Principal } from '../../src/auth/principal';
-import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
-import { startTestPostgres, tempDir } from '../support/services';
+import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
 
-let pg: EmbeddedPg;
+let t: TestServiceContext;
 let db: Db;
 let ctx: ServiceContext;
 const user: Principal = { kind: 'admin', user: 'root' };
@@ -32,17 +26,12 @@ const onQuery = (q: { sql: string }) => {
 };
 
 beforeAll(async () => {
-  pg = await startTestPostgres(`check_ins_${Math.random().toString(36).slice(2, 8)}`);
-  db = createDb(pg.url, 8);
-  await migrateLatest(db);
-  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('check-ins-objects') });
-  const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
-  ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir('check-ins-store')), temporal: noTemporal });
+  t = await startTestServiceContext('check-ins');
+  ({ db, ctx } = t);
   db.on('query', onQuery);
 }, 60_000);
 afterAll(async () => {
-  await db?.destroy();
-  await pg?.stop();
+  await t?.stop();
 });
 
 async function fleet(n: number) {

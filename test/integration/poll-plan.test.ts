@@ -7,24 +7,18 @@
  * handed exactly what a process that never saw the cluster would hand it.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { parseConfig } from '../../src/config';
-import { createDb, type Db } from '../../src/db/database';
-import { migrateLatest } from '../../src/db/migrations';
-import { createRepos, type ServiceContext } from '../../src/services/context';
-import { buildServiceContext } from '../../src/services/build-context';
-import { LocalObjectStore } from '../../src/storage/local-object-store';
+import type { Db } from '../../src/db/database';
+import type { ServiceContext } from '../../src/services/context';
 import type { Principal } from '../../src/auth/principal';
-import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { drainRefreshRequests } from '../../src/services/refresh-queue';
 import { forgetViews, viewHint } from '../../src/services/poll-memo';
-import { startTestPostgres, tempDir } from '../support/services';
+import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
 
-let pg: EmbeddedPg;
+let t: TestServiceContext;
 let db: Db;
 let ctx: ServiceContext;
 const user: Principal = { kind: 'admin', user: 'root' };
@@ -36,17 +30,12 @@ const onQuery = (q: { sql: string }) => {
 const VERSION = 'upstream-agent/1.0';
 
 beforeAll(async () => {
-  pg = await startTestPostgres(`poll_plan_${Math.random().toString(36).slice(2, 8)}`);
-  db = createDb(pg.url, 8);
-  await migrateLatest(db);
-  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('poll-plan-objects') });
-  const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
-  ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir('poll-plan-store')), temporal: noTemporal });
+  t = await startTestServiceContext('poll-plan');
+  ({ db, ctx } = t);
   db.on('query', onQuery);
 }, 60_000);
 afterAll(async () => {
-  await db?.destroy();
-  await pg?.stop();
+  await t?.stop();
 });
 
 const inventory = (name: string, ip: string) =>

@@ -6,46 +6,35 @@
  * one refresher works on several clusters at a time.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { parseConfig } from '../../src/config';
-import { createDb, type Db } from '../../src/db/database';
-import { migrateLatest } from '../../src/db/migrations';
-import { createRepos, type ServiceContext } from '../../src/services/context';
-import { buildServiceContext } from '../../src/services/build-context';
-import { LocalObjectStore } from '../../src/storage/local-object-store';
+import type { Db } from '../../src/db/database';
+import type { ServiceContext } from '../../src/services/context';
 import type { Principal } from '../../src/auth/principal';
-import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { refreshCluster } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
-import { startTestPostgres, tempDir } from '../support/services';
+import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
 
-let pg: EmbeddedPg;
+let t: TestServiceContext;
 let db: Db;
 let ctx: ServiceContext;
 const user: Principal = { kind: 'admin', user: 'root' };
 const agent = (infraEnvId: string): Principal => ({ kind: 'agent', infraEnvId });
-const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
 
 /** Every statement text sent, with its bindings, while `fn` runs. */
 const sent: Array<{ sql: string; bindings: unknown[] }> = [];
 const onQuery = (q: { sql: string; bindings?: unknown[] }) => sent.push({ sql: q.sql, bindings: q.bindings ?? [] });
 
 beforeAll(async () => {
-  pg = await startTestPostgres(`refresh_cache_${Math.random().toString(36).slice(2, 8)}`);
-  db = createDb(pg.url, 8);
-  await migrateLatest(db);
-  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('refresh-cache-objects') });
-  ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir('refresh-cache-store')), temporal: noTemporal });
+  t = await startTestServiceContext('refresh-cache');
+  ({ db, ctx } = t);
   db.on('query', onQuery);
 }, 60_000);
 afterAll(async () => {
-  await db?.destroy();
-  await pg?.stop();
+  await t?.stop();
 });
 
 const inventory = (hostname: string, ip: string, memGiB: number) =>
