@@ -22,7 +22,7 @@ import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
 import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
-import { stepArgs } from './step-args';
+import { stepArgs, viewCached } from './step-args';
 import { dueNow, staleMark } from './step-cadence';
 import { planHeld, type StepPlanGuess, type StepSends } from '../db/hosts-repo';
 import { rememberView, viewHint } from './poll-memo';
@@ -184,7 +184,8 @@ const CHECKING_STATUSES = Object.keys(STEPS_BY_HOST_STATUS).filter((s) => STEPS_
  */
 async function guessedPlan(ctx: ServiceContext, infraEnvId: string, hostId: string, agentVersion: string, now: number) {
   const hint = viewHint(infraEnvId);
-  if (!hint) return undefined;
+  // Only from a view already held: loading one here would label the cluster's current rows with the hint's stamp.
+  if (!hint || !viewCached(hint.clusterId, hint.viewStamp)) return undefined;
   // Only steps the cluster view answers: a step that needs the host row is planned after the check-in.
   let needsRow = false;
   const polling = { id: hostId, cluster_id: hint.clusterId, view_stamp: hint.viewStamp, row: async () => void (needsRow = true) };

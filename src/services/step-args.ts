@@ -62,6 +62,11 @@ async function clusterView(ctx: ServiceContext, clusterId: string, viewStamp: st
   return view;
 }
 
+/** Whether this process holds the cluster's view at that stamp (a poll planned before its check-in uses no other). */
+export function viewCached(clusterId: string, viewStamp: string): boolean {
+  return cache.get(clusterId)?.fingerprint === `s:${viewStamp}`;
+}
+
 /**
  * The view from the rows, in whatever order the database returned them. The
  * peer list is the connectivity step's argument, and a step whose argument
