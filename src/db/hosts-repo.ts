@@ -209,16 +209,12 @@ export function createHostsRepo(db: Knex) {
      * (pending, or sent before `resendBefore`), so the caller skips the queue
      * query when it is empty. Only the status leaves the database, never the
      * row (its inventory is ~10 KB). Undefined when the host does not exist.
-     * A statement of its own, committed as soft state (SOFT_COMMIT): never
-     * pass it a transaction that writes anything else.
-     */
-    /**
-     * A poll's check-in: one statement, which also says whether the step
-     * queue needs a look. With `plan` (the repeating steps a poll would hand
-     * out to a host of that status, cluster and step-view stamp, planned
-     * before the check-in), the statement also decides which of them are due
-     * from the row's own step sends and records them, if the row matches the
-     * plan (planHeld says whether it did, from the row returned).
+     * A statement of its own, committed as soft state (SOFT_COMMIT).
+     * With `plan` (the repeating steps a poll would hand out to a host of that
+     * status, cluster and step-view stamp, planned before the check-in), the
+     * statement also decides which of them are due from the row's own step
+     * sends and records them, if the row matches the plan (planHeld says
+     * whether it did, from the row returned).
      */
     async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess): Promise<CheckedIn | undefined> {
       const rows = await hotQuery<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null }>(db, CHECK_IN_SQL, [

@@ -22,8 +22,8 @@ import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { refreshForHost } from './refresh-service';
 import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
-import { stepArgs, viewCached } from './step-args';
-import { dueNow, staleMark } from './step-cadence';
+import { stepArgs, viewCached, type PollingHost } from './step-args';
+import { dueBy, staleMark } from './step-cadence';
 import { planHeld, type StepPlanGuess, type StepSends } from '../db/hosts-repo';
 import { rememberView, viewHint } from './poll-memo';
 import { diskSpeedOk } from '../domain/lifecycle/disk-speed';
@@ -147,21 +147,20 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
+  const handOut = (s: PlannedStep) => instructions.push({ step_type: s.type, step_id: stepId(s.type, rand), args: s.args });
   if (held) {
-    for (const type of guess!.order) if (held.sent[type] || !guess!.args.get(type)!.repeats) instructions.push({ step_type: type, step_id: stepId(type, rand), args: guess!.args.get(type)!.args });
+    // The check-in recorded which repeating steps were due; a step that does not repeat always goes.
+    for (const s of guess!.steps) if (!s.mark || held.sent[s.type]) handOut(s);
   } else {
     // Step arguments come from the per-cluster view; the host row is read only if a step needs it.
     let row: Promise<HostRow | undefined> | undefined;
     const polling = { id: hostId, cluster_id: host.clusterId, view_stamp: host.viewStamp, row: () => (row ??= ctx.repos.hosts.get(key)) };
-    const skipped = skippedFor(agentVersion ?? host.agentVersion);
     const sent: StepSends = {};
-    for (const type of plan.steps) {
-      if (skipped.includes(type)) continue;
-      const args = await stepArgs(ctx, type, polling);
-      const due = args ? dueNow(host.stepSends, type, args, now, ctx.stepRepeatMs) : undefined;
+    for (const s of await stepsWithArgs(ctx, plan.steps, polling, agentVersion ?? host.agentVersion, now)) {
+      const due = s.mark ? dueBy(host.stepSends[s.type], s.mark, now) : 'due';
       if (!due) continue;
-      if (due !== 'due') sent[type] = due;
-      instructions.push({ step_type: type, step_id: stepId(type, rand), args: args! });
+      if (due !== 'due') sent[s.type] = due;
+      handOut(s);
     }
     // Remembered on the host row, not in this process: the next poll may reach another replica.
     if (Object.keys(sent).length) await ctx.repos.hosts.recordStepSends(key, sent);
@@ -177,10 +176,29 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
 /** The statuses whose plan is the discovery checks: a poll's steps are planned before its check-in only for these. */
 const CHECKING_STATUSES = Object.keys(STEPS_BY_HOST_STATUS).filter((s) => STEPS_BY_HOST_STATUS[s]!.steps === STEPS_BY_HOST_STATUS.known!.steps);
 
+interface PlannedStep {
+  type: string;
+  args: string[];
+  /** A repeating step's digest and stale mark (step-cadence.ts); none for a step handed out on every poll. */
+  mark?: { d: string; stale: number };
+}
+
+/** The steps of a plan this agent is asked for and that have arguments now, in plan order. */
+async function stepsWithArgs(ctx: ServiceContext, types: readonly string[], polling: PollingHost, agentVersion: string | null | undefined, now: number): Promise<PlannedStep[]> {
+  const skipped = skippedFor(agentVersion);
+  const steps: PlannedStep[] = [];
+  for (const type of types) {
+    if (skipped.includes(type)) continue;
+    const args = await stepArgs(ctx, type, polling);
+    if (args) steps.push({ type, args, mark: staleMark(type, args, now, ctx.stepRepeatMs) });
+  }
+  return steps;
+}
+
 /**
  * The discovery checks of a host in a checking status, bound to the cluster
- * this process last saw for its infra-env, with their arguments: per repeating
- * step its digest and stale mark for the check-in (StepPlanGuess), in plan order.
+ * this process last saw for its infra-env, with their arguments; the
+ * repeating ones' digests and stale marks go to the check-in (StepPlanGuess).
  */
 async function guessedPlan(ctx: ServiceContext, infraEnvId: string, hostId: string, agentVersion: string, now: number) {
   const hint = viewHint(infraEnvId);
@@ -189,21 +207,10 @@ async function guessedPlan(ctx: ServiceContext, infraEnvId: string, hostId: stri
   // Only steps the cluster view answers: a step that needs the host row is planned after the check-in.
   let needsRow = false;
   const polling = { id: hostId, cluster_id: hint.clusterId, view_stamp: hint.viewStamp, row: async () => void (needsRow = true) };
-  const skipped = skippedFor(agentVersion);
-  const order: string[] = [];
-  const args = new Map<string, { args: string[]; repeats: boolean }>();
-  const candidates: StepPlanGuess['candidates'] = [];
-  for (const type of STEPS_BY_HOST_STATUS.known!.steps) {
-    if (skipped.includes(type)) continue;
-    const a = await stepArgs(ctx, type, polling);
-    if (!a) continue;
-    const mark = staleMark(type, a, now, ctx.stepRepeatMs);
-    order.push(type);
-    args.set(type, { args: a, repeats: mark !== undefined });
-    if (mark) candidates.push({ t: type, d: mark.d, stale: mark.stale });
-  }
+  const steps = await stepsWithArgs(ctx, STEPS_BY_HOST_STATUS.known!.steps, polling, agentVersion, now);
   if (needsRow) return undefined;
-  return { plan: { statuses: CHECKING_STATUSES, clusterId: hint.clusterId, viewStamp: hint.viewStamp, at: now, candidates }, order, args };
+  const candidates = steps.flatMap((s) => (s.mark ? [{ t: s.type, d: s.mark.d, stale: s.mark.stale }] : []));
+  return { plan: { statuses: CHECKING_STATUSES, clusterId: hint.clusterId, viewStamp: hint.viewStamp, at: now, candidates } satisfies StepPlanGuess, steps };
 }
 
 /** Step types whose reply output is a JSON document stored on the host as a string field. */

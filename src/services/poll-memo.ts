@@ -6,8 +6,9 @@
  * when a step is due (every other poll at the default cadence).
  *
  * A hint, never an answer: the check-in applies the plan only if the row
- * still matches it (status, cluster, stamp, agent version; hosts-repo.ts
- * CHECK_IN_SQL) and decides which steps are due from the row itself;
+ * still matches it (status, cluster, stamp; hosts-repo.ts CHECK_IN_SQL; the
+ * plan is made only when the agent states its version, so the stored one
+ * never decides it) and decides which steps are due from the row itself;
  * otherwise the poll is planned again from the row returned. Losing it costs
  * the second statement. Kept per infra-env, not per host, so it holds
  * whichever process an agent's next poll reaches.

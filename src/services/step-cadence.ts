@@ -53,8 +53,11 @@ function argsDigest(args: string[]): string {
  */
 export function dueNow(sends: StepSends, type: string, args: string[], nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; at: number } | 'due' | undefined {
   const mark = staleMark(type, args, nowMs, repeatMs);
-  if (!mark) return 'due';
-  const prev = sends[type];
+  return mark ? dueBy(sends[type], mark, nowMs) : 'due';
+}
+
+/** dueNow for a repeating step whose stale mark is known: the record to store if it goes out now. */
+export function dueBy(prev: { d: string; at: number } | undefined, mark: { d: string; stale: number }, nowMs: number): { d: string; at: number } | undefined {
   if (prev && prev.d === mark.d && prev.at > mark.stale) return undefined;
   return { d: mark.d, at: nowMs };
 }
