@@ -39,8 +39,8 @@ export const ENV_SCHEMA = z.object({
   API_PORT: port.default(8090),
   // `landfall api` serves from this many processes sharing the port (node:cluster); unset: one per CPU.
   API_PROCESSES: z.coerce.number().int().min(1).max(256).optional(),
-  // Set by the API's primary on each worker it forks (src/api/cluster.ts): which of them this is, 0-based.
-  API_PROCESS_SLOT: z.coerce.number().int().min(0).max(255).optional(),
+  // Set by the API's primary on each process it forks (src/api/cluster.ts): serving, or its refresher (src/api/refresher-process.ts).
+  API_PROCESS_ROLE: z.enum(['serve', 'refresh']).optional(),
   // The agent's poll and step reply answered ahead of Express (src/api/agent-fast-path.ts); same answers, less CPU.
   API_AGENT_FAST_PATH: z.enum(['true', 'false']).default('true'),
   SERVICE_BASE_URL: httpUrl.optional(),
@@ -148,7 +148,7 @@ export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
-  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; slot?: number };
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; role: 'serve' | 'refresh' };
   database: { url: string | undefined; poolMax: number; embeddedPort: number };
   temporal: {
     address: string;
@@ -253,7 +253,7 @@ export function parseConfig(
       port: e.API_PORT,
       baseUrl: (e.SERVICE_BASE_URL ?? `http://localhost:${e.API_PORT}`).replace(/\/+$/, ''),
       processes: e.API_PROCESSES ?? availableParallelism(),
-      ...(e.API_PROCESS_SLOT !== undefined ? { slot: e.API_PROCESS_SLOT } : {}),
+      role: e.API_PROCESS_ROLE ?? 'serve',
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
     },
     database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
@@ -319,7 +319,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_PORT: String(c.api.port),
     API_PROCESSES: String(c.api.processes),
     // Each worker's own: never handed on (the primary sets it per fork).
-    API_PROCESS_SLOT: undefined,
+    API_PROCESS_ROLE: undefined,
     API_AGENT_FAST_PATH: String(c.api.agentFastPath),
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,

@@ -2,7 +2,9 @@
  * `landfall api` on every core: with API_PROCESSES > 1 the process started is
  * a primary that serves nothing itself. It forks that many workers, each a
  * whole API (startApi) sharing the port through node:cluster (the primary
- * accepts connections and hands them round-robin to the workers), and:
+ * accepts connections and hands them round-robin to the workers), plus one
+ * more that serves nothing and refreshes what agents report
+ * (refresher-process.ts; none with API_REFRESHER=false), and:
  * - brings a worker that dies back with backoff (Restarter), once all have
  *   listened; a worker that dies before the API is up stops the start (a bad
  *   setting or a taken port would otherwise loop forever);
@@ -48,9 +50,10 @@ export function runApiPrimary(cfg: Config, logger: Logger): void {
   let listening = 0;
   let exitCode = 0;
 
+  // Slots 0…n-1 serve; slot n, when the API refreshes, is its refresher (src/api/refresher-process.ts).
+  const refresherSlot = cfg.apiRefresher ? n : undefined;
   const fork = (slot: number): Worker => {
-    // Its slot, for work shared out among the processes (each refreshes its own clusters first: refresh-queue.ts).
-    const w = cluster.fork({ API_PROCESS_SLOT: String(slot) });
+    const w = cluster.fork({ API_PROCESS_ROLE: slot === refresherSlot ? 'refresh' : 'serve' });
     slotOf.set(w.id, slot);
     w.on('message', (m: Message) => void answerClusterMetrics(w, m));
     return w;
@@ -98,8 +101,8 @@ export function runApiPrimary(cfg: Config, logger: Logger): void {
   process.once('SIGINT', () => shutdown(0, 'SIGINT'));
 
   logger.info({ processes: n, port: cfg.api.port }, 'api starting its processes');
-  for (let slot = 0; slot < n; slot++) {
-    restarters[slot] = new Restarter(`api process ${slot}`, logger, () => stopping, async () => void fork(slot));
+  for (let slot = 0; slot < n + (refresherSlot === undefined ? 0 : 1); slot++) {
+    restarters[slot] = new Restarter(slot === refresherSlot ? 'api refresher' : `api process ${slot}`, logger, () => stopping, async () => void fork(slot));
     fork(slot);
     restarters[slot]!.started();
   }

@@ -13,6 +13,7 @@ import { createApp } from './app';
 import { agentFastPath } from './agent-fast-path';
 import { loadOpenApiDocument } from './openapi/spec';
 import { startRefresher } from '../services/refresh-queue';
+import { OCCASIONAL_REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../services/refresh-service';
 import { clusterMetricsText, isApiWorker, joinApiCluster } from './cluster';
 
 export interface RunningApi {
@@ -33,9 +34,11 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const eventWakeups = new EventWakeups(cfg.database.url, logger);
   eventWakeups.start();
   const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
-  // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts).
-  const shard = cfg.api.slot !== undefined && cfg.api.processes > 1 ? { index: cfg.api.slot, count: cfg.api.processes } : undefined;
-  const refresher = cfg.apiRefresher ? startRefresher(services, cfg.database.url, logger, { shard }) : undefined;
+  // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts); in a
+  // process of its own when the API runs several (refresher-process.ts), so a serving process runs it only alone.
+  const refresher = cfg.apiRefresher && !isApiWorker() ? startRefresher(services, cfg.database.url, logger) : undefined;
+  // A serving process beside a refresher refreshes only to settle a person's read.
+  if (isApiWorker()) setRefreshCacheHosts(OCCASIONAL_REFRESH_CACHE_HOSTS);
   const app = createApp({
     logger,
     temporal,

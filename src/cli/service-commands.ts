@@ -28,8 +28,14 @@ export function registerServiceCommands(program: Command): void {
       const { isApiWorker, runApiPrimary } = await import('../api/cluster');
       // The primary of API_PROCESSES > 1 only forks, restarts and stops its workers; each worker is a whole API.
       if (cfg.api.processes > 1 && !isApiWorker()) return runApiPrimary(cfg, logger);
-      const { startApi } = await import('../api/server');
-      const api = await startApi(cfg, logger);
+      let api: { close(): Promise<void> };
+      if (isApiWorker() && cfg.api.role === 'refresh') {
+        const { startRefresherProcess } = await import('../api/refresher-process');
+        api = startRefresherProcess(cfg, logger);
+      } else {
+        const { startApi } = await import('../api/server');
+        api = await startApi(cfg, logger);
+      }
       let stopping = false;
       const stop = async () => {
         // A terminal's Ctrl-C reaches a worker twice (from the terminal and from its primary).

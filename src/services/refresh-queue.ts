@@ -8,10 +8,12 @@
  * agent's request and a lock on every host of the cluster.
  *
  * Who refreshes:
- * - every API process runs a refresher (startRefresher): woken by a
+ * - each `landfall api` runs a refresher (startRefresher; with several
+ *   processes, in one of its own: src/api/refresher-process.ts): woken by a
  *   notification at the marking transaction's commit, it claims requests
- *   (`FOR UPDATE SKIP LOCKED`, so N processes share the work without doing
- *   it twice) and refreshes each target in its own transaction;
+ *   (an advisory lock per target, tried, never waited for, so several
+ *   refreshers share the work without doing it twice) and refreshes each
+ *   target in its own transaction;
  * - a user's read of a cluster or host settles that target's request first
  *   (settle*), so a user never reads validations older than the facts an
  *   agent was already answered for — the same answer as when the refresh ran
@@ -257,20 +259,6 @@ export async function refreshNowOrRequest(ctx: ServiceContext, target: RefreshTa
 }
 
 /**
- * One of `count` API processes on one machine: it refreshes the targets whose
- * hash falls to it, and any other target only once its request has waited
- * SHARD_GRACE_MS (its owner may be busy or gone). A cluster is then refreshed
- * by the same process each time, so that process's cache of its hosts' large
- * columns stays warm (otherwise every process re-reads and re-parses them,
- * megabytes per refresh), and two refreshers do not race for one target.
- */
-export interface RefreshShard {
-  index: number;
-  count: number;
-}
-const SHARD_GRACE_MS = 1000;
-
-/**
  * How many targets one refresher refreshes at a time, each in its own
  * transaction on its own connection (targets are independent: an advisory
  * lock each). One, measured: at 5,000 hosts and 1,700 agent requests/s on
@@ -297,14 +285,13 @@ export const REFRESH_CONCURRENCY = 1;
 export const REFRESH_BATCH_TARGETS = 1;
 
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
-export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, shard?: RefreshShard, concurrency = 1, batchTargets = REFRESH_BATCH_TARGETS): Promise<number> {
+export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, concurrency = 1, batchTargets = REFRESH_BATCH_TARGETS): Promise<number> {
   let done = 0;
   const busy = new Set<string>();
   while (done < budget) {
     const query = ctx.db('refresh_requests').whereNotIn('target', [...busy]).groupBy('target').select('target').min('id as first').orderBy('first').limit(16);
     // Only targets whose first request waited the window: the facts that arrive meanwhile share the refresh.
     if (minAgeMs > 0) query.havingRaw('min(requested_at) <= clock_timestamp() - make_interval(secs => ?)', [minAgeMs / 1000]);
-    if (shard) query.havingRaw('(mod(abs(hashtext(target)), ?) = ? or min(requested_at) <= clock_timestamp() - make_interval(secs => ?))', [shard.count, shard.index, SHARD_GRACE_MS / 1000]);
     const batch = ((await query) as Array<{ target: string }>).slice(0, Math.max(0, budget - done));
     if (!batch.length) break;
     // Each lane refreshes its share of the batch in one transaction (refreshBatch).
@@ -396,7 +383,7 @@ export interface Refresher {
  * queue when woken, and every `sweepMs` in case a notification was missed
  * (a LISTEN connection lost, a request put back after a failure).
  */
-export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; shard?: RefreshShard; concurrency?: number } = {}): Refresher {
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; concurrency?: number } = {}): Refresher {
   const sweepMs = opts.sweepMs ?? 1000;
   const minAgeMs = opts.minAgeMs ?? COALESCE_MS;
   let closed = false;
@@ -417,7 +404,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.shard, opts.concurrency ?? REFRESH_CONCURRENCY);
+          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY);
           // Requests younger than the window: their turn comes when it has passed.
           if (!closed && (await ctx.db('refresh_requests').first('id'))) {
             clearTimeout(windowTimer);

@@ -272,11 +272,24 @@ interface KeptValidation {
   entry: CachedHost;
 }
 /**
- * Bounded: the least recently refreshed hosts leave first. A process keeps
- * the hosts of the clusters its refresher shard owns (RefreshShard), so the
- * bound is per process, not per fleet.
+ * Bounded: the least recently refreshed hosts leave first. The bound is per
+ * process: the process that refreshes for the API keeps the whole fleet it
+ * refreshes (REFRESH_CACHE_HOSTS); a process that only refreshes now and then
+ * (a serving process settling a person's read, the worker taking what the
+ * API left) keeps few (setRefreshCacheHosts), since a host's entry (its
+ * inventory and doc, parsed) is tens of kilobytes and at 20,000 hosts each
+ * such process held gigabytes it seldom used.
  */
-const HEAVY_CACHE_HOSTS = 30_000;
+export const REFRESH_CACHE_HOSTS = 30_000;
+/** The bound of a process that refreshes only now and then: twenty 50-host clusters. */
+export const OCCASIONAL_REFRESH_CACHE_HOSTS = 1_000;
+let cacheBound = REFRESH_CACHE_HOSTS;
+
+/** This process's bound on the refresher's copy of hosts, from now on (the copy is trimmed to it at once). */
+export function setRefreshCacheHosts(hosts: number): void {
+  cacheBound = Math.max(0, Math.floor(hosts));
+  while (heavyCache.size > cacheBound) heavyCache.delete(heavyCache.keys().next().value!);
+}
 /**
  * What a refresh reads of every host each time: what facts and the status
  * writer use. Not the other timestamps: parsing dates is a noticeable share
@@ -289,7 +302,7 @@ const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}
 function remember(k: string, entry: CachedHost): void {
   heavyCache.delete(k);
   heavyCache.set(k, entry);
-  if (heavyCache.size > HEAVY_CACHE_HOSTS) heavyCache.delete(heavyCache.keys().next().value!);
+  if (heavyCache.size > cacheBound) heavyCache.delete(heavyCache.keys().next().value!);
 }
 
 /** After the refresh's own write: the row it wrote is what the next refresh reads, without reading it again. */
@@ -306,7 +319,15 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
   // One statement for one cluster or many (an array parameter: one prepared shape); (cluster_id, id) order is each cluster's id order.
   const light = (await trx('hosts').whereRaw('cluster_id = any(?::uuid[])', [clusterIds]).orderBy([{ column: 'cluster_id' }, { column: 'id' }]).select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
-  const stale = light.filter((r) => heavyCache.get(cacheKey(r))?.version !== String(r.facts_version));
+  // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
+  const entries = new Map<string, CachedHost>();
+  const stale = light.filter((r) => {
+    const k = cacheKey(r);
+    const e = heavyCache.get(k);
+    if (e?.version !== String(r.facts_version)) return true;
+    entries.set(k, e);
+    return false;
+  });
   if (stale.length) {
     // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
     const heavy = (
@@ -317,11 +338,18 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
         ])
         .options(PREPARED)
     ).rows as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
-    for (const h of heavy) remember(cacheKey(h), { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(cacheKey(h))?.memo ?? new Map() });
+    for (const h of heavy) {
+      const k = cacheKey(h);
+      const e = { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(k)?.memo ?? new Map() };
+      entries.set(k, e);
+      remember(k, e);
+    }
   }
   const out = new Map<string, ReadHost[]>(clusterIds.map((id) => [id, []]));
   for (const r of light) {
-    const h = heavyCache.get(cacheKey(r))!;
+    const h = entries.get(cacheKey(r));
+    // Deleted between the two reads: not this refresh's host any more.
+    if (!h) continue;
     out.get(r.cluster_id!)?.push({ row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, entry: h });
   }
   return out;

@@ -11,6 +11,7 @@ import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } fro
 import { createRepos } from '../services/context';
 import { buildServiceContext } from '../services/build-context';
 import { COALESCE_MS, startRefresher } from '../services/refresh-queue';
+import { OCCASIONAL_REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../services/refresh-service';
 import { SCHEDULE_IDS, workflowIds } from '../temporal/names';
 
 /**
@@ -96,6 +97,8 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
   // request only once it waited a second, so with API refreshers about, they take it (and their process records the
   // refresh's metrics, such as registration → known, which the worker does not export) (src/services/refresh-queue.ts).
   const refresher = startRefresher(services, cfg.database.url, logger, { minAgeMs: cfg.apiRefresher ? 1000 : COALESCE_MS });
+  // Beside the API's refresher this one takes little (what is left a second, the host monitor's marks): a small copy of hosts.
+  if (cfg.apiRefresher) setRefreshCacheHosts(OCCASIONAL_REFRESH_CACHE_HOSTS);
   logger.info({ taskQueue: TASK_QUEUE.install, temporal: cfg.temporal.address, storage: store.description }, 'worker running');
   const done = worker.run().finally(async () => {
     await refresher.close();

@@ -1,15 +1,17 @@
 /**
  * `landfall api` with API_PROCESSES=2 (src/api/cluster.ts): two worker
- * processes serve the one port, /metrics covers both, a worker that dies is
- * brought back, SIGTERM stops them all, and a primary killed with SIGKILL
- * leaves no worker behind (nothing holding the port or the database). Runs
- * the built CLI (dist/, as `npm test`'s set-up builds it).
+ * processes serve the one port and a third refreshes what agents report
+ * (src/api/refresher-process.ts), /metrics covers them all, a worker that
+ * dies is brought back, SIGTERM stops them all, and a primary killed with
+ * SIGKILL leaves no worker behind (nothing holding the port or the
+ * database). Runs the built CLI (dist/, as `npm test`'s set-up builds it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { createDb } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { freePort } from '../../src/dev/process-utils';
@@ -95,6 +97,38 @@ function childrenOf(pid: number): number[] {
   return out.sort();
 }
 
+/** What the primary forked a process as (API_PROCESS_ROLE in its environment). */
+function roleOf(pid: number): string | undefined {
+  try {
+    return /(?:^|\0)API_PROCESS_ROLE=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'latin1'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The primary's children once there are two serving processes and one refresher. */
+async function apiChildren(primary: number): Promise<{ serving: number[]; refresher: number }> {
+  return eventually(async () => {
+    const all = childrenOf(primary);
+    const serving = all.filter((p) => roleOf(p) === 'serve');
+    const refresher = all.filter((p) => roleOf(p) === 'refresh');
+    return all.length === 3 && serving.length === 2 && refresher.length === 1 ? { serving, refresher: refresher[0]! } : undefined;
+  }, 30_000, 'two serving processes and a refresher');
+}
+
+/** A refresh request, as an agent's report leaves one: gone once a refresher claimed it (no serving process runs one). */
+async function refreshRequestTaken(): Promise<void> {
+  const db = createDb(pg.url, 1);
+  try {
+    const target = `c:${randomUUID()}`;
+    await db('refresh_requests').insert({ target, cluster_id: target.slice(2) });
+    await db.raw("select pg_notify('landfall_refresh', '')");
+    await eventually(async () => !(await db('refresh_requests').where({ target }).first()), 30_000, 'the refresh request claimed');
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** landfall_api_requests_total by process id, from /metrics. */
 async function requestsByProcess(port: number): Promise<Map<number, number>> {
   const text = (await get(port, '/metrics')).body;
@@ -112,10 +146,16 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   const port = await freePort();
   const { child, log } = startApiProcesses(port, 2);
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
-  const workers = await eventually(async () => {
-    const w = childrenOf(child.pid!);
-    return w.length === 2 ? w : undefined;
-  }, 30_000, 'two worker processes');
+  const { serving: workers, refresher } = await apiChildren(child.pid!);
+
+  // The refresher refreshes, and is brought back when it dies.
+  await refreshRequestTaken();
+  process.kill(refresher, 'SIGKILL');
+  const refresherAgain = await eventually(async () => {
+    const r = childrenOf(child.pid!).filter((p) => roleOf(p) === 'refresh');
+    return r.length === 1 && r[0] !== refresher ? r[0] : undefined;
+  }, 30_000, 'the refresher replaced');
+  await refreshRequestTaken();
 
   // Both answer: the primary hands each connection to the next free worker (one busy compiling the
   // validator on its first request is passed over meanwhile), so keep connecting until both have.
@@ -125,6 +165,7 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
     return m.size === 2 && [...m.values()].every((n) => n >= 3) ? m : undefined;
   }, 60_000, 'both processes answering');
   expect([...byProcess.keys()].sort()).toEqual(workers);
+  expect(byProcess.has(refresherAgain)).toBe(false);
   // /metrics from either process covers both: the process-local series summed, the database-read ones once.
   const text = (await get(port, '/metrics')).body;
   expect(text.match(/^# TYPE landfall_installed_clusters_first_attempt_ratio /gm)).toHaveLength(1);
@@ -137,7 +178,7 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   process.kill(workers[0]!, 'SIGKILL');
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 30_000, 'an answer after a worker died');
   const replaced = await eventually(async () => {
-    const w = childrenOf(child.pid!);
+    const w = childrenOf(child.pid!).filter((p) => roleOf(p) === 'serve');
     return w.length === 2 && !w.includes(workers[0]!) ? w : undefined;
   }, 30_000, 'the dead worker replaced');
   expect(replaced).toContain(workers[1]);
@@ -149,7 +190,7 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
 
   // The primary killed outright: its workers leave by themselves and free the port.
   child.kill('SIGKILL');
-  await eventually(async () => replaced.every((pid) => !running(pid)), 15_000, 'no worker left after the primary was killed');
+  await eventually(async () => [...replaced, refresherAgain].every((pid) => !running(pid)), 15_000, 'no worker left after the primary was killed');
   expect(await portOpen(port)).toBe(false);
 }, 180_000);
 
@@ -157,10 +198,8 @@ it('stops every process on SIGTERM and exits 0', async () => {
   const port = await freePort();
   const { child } = startApiProcesses(port, 2);
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
-  const workers = await eventually(async () => {
-    const w = childrenOf(child.pid!);
-    return w.length === 2 ? w : undefined;
-  }, 30_000, 'two worker processes');
+  const { serving, refresher } = await apiChildren(child.pid!);
+  const workers = [...serving, refresher];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
   expect(await exited).toBe(0);

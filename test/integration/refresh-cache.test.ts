@@ -12,7 +12,7 @@ import type { Principal } from '../../src/auth/principal';
 import * as agents from '../../src/services/agent-service';
 import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
-import { refreshCluster } from '../../src/services/refresh-service';
+import { REFRESH_CACHE_HOSTS, refreshCluster, setRefreshCacheHosts } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
@@ -112,6 +112,32 @@ describe('the refresher keeps its copy of a cluster\'s hosts current', () => {
   });
 });
 
+describe('a process that refreshes now and then keeps a small copy', () => {
+  it('refreshes a cluster larger than its bound correctly, reading the large columns of hosts it no longer holds', async () => {
+    const env = await newCluster('small', 3, 77);
+    await refresh(env);
+    try {
+      // One host fits: a refresh of three reads the two it dropped again, and still sees every host.
+      setRefreshCacheHosts(1);
+      await report(env, env.hostIds[1]!, 'small-h2', '10.77.0.12', 1);
+      sent.length = 0;
+      await refresh(env);
+      expect(heavyReads().length).toBeGreaterThanOrEqual(2);
+      expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('failure');
+      // None at all: still correct (every refresh reads every host).
+      setRefreshCacheHosts(0);
+      await report(env, env.hostIds[1]!, 'small-h2', '10.77.0.12', 64);
+      sent.length = 0;
+      await refresh(env);
+      expect(heavyReads().sort()).toEqual([...env.hostIds].sort());
+      expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('success');
+      expect(await validation(env.hostIds[0]!, 'hostname-unique')).toBe('success');
+    } finally {
+      setRefreshCacheHosts(REFRESH_CACHE_HOSTS);
+    }
+  });
+});
+
 describe('a refresh re-validates only hosts whose inputs changed', () => {
   it('keeps the others\' results, yet follows what a peer or the clock changes for them', async () => {
     const env = await newCluster('inputs', 3, 79);
@@ -167,7 +193,7 @@ describe('a refresher works on several clusters at a time', () => {
               }
             : Reflect.get(target, prop, receiver),
       });
-      const done = await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, undefined, concurrency);
+      const done = await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, concurrency);
       return { done, most, left: Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n) };
     };
     expect(await drain(1)).toEqual({ done: 6, most: 1, left: 0 });
@@ -204,7 +230,7 @@ describe('a refresher works on several clusters at a time', () => {
     await db('refresh_requests').delete();
     // Two requests per target, as two replies into one cluster leave: one claim takes both.
     for (const e of envs) for (let k = 0; k < 2; k++) await requestRefresh(db, { clusterId: e.clusterId });
-    const [a, b] = await Promise.all([drainRefreshRequests(ctx, Infinity, undefined, 0, undefined, 4), drainRefreshRequests(ctx, Infinity, undefined, 0, undefined, 4)]);
+    const [a, b] = await Promise.all([drainRefreshRequests(ctx, Infinity, undefined, 0, 4), drainRefreshRequests(ctx, Infinity, undefined, 0, 4)]);
     expect(a + b).toBe(8);
     expect(Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(0);
   });
@@ -229,7 +255,7 @@ describe('a refresher claims and reads a batch of targets together', () => {
             }
           : Reflect.get(target, prop, receiver),
     });
-    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, undefined, 1, 4)).toBe(4);
+    expect(await drainRefreshRequests({ ...ctx, db: counted }, Infinity, undefined, 0, 1, 4)).toBe(4);
     expect(transactions).toBe(1);
     const count = (re: RegExp) => sent.filter((s) => re.test(s.sql)).length;
     expect(count(/^delete from refresh_requests/)).toBe(1);
@@ -259,7 +285,7 @@ describe('a refresher claims and reads a batch of targets together', () => {
     };
     db.on('query', poisonedRead);
     try {
-      await expect(drainRefreshRequests({ ...ctx, repos: { ...ctx.repos, clusters: failing } }, Infinity, undefined, 0, undefined, 1, 4)).rejects.toThrow('poisoned cluster');
+      await expect(drainRefreshRequests({ ...ctx, repos: { ...ctx.repos, clusters: failing } }, Infinity, undefined, 0, 1, 4)).rejects.toThrow('poisoned cluster');
     } finally {
       db.removeListener('query', poisonedRead);
     }

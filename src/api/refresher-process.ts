@@ -1,0 +1,51 @@
+/**
+ * The API's refresher in a process of its own: with API_PROCESSES > 1 the
+ * primary forks it beside the serving workers (src/api/cluster.ts), and the
+ * serving workers run none.
+ *
+ * Why not in every serving process, as before: a refresh is a dozen
+ * statements awaited one after another, and in a process answering
+ * 1,700 agent requests a second each await queues behind the requests on its
+ * event loop, so a 4 ms refresh took ~40 ms and the refreshes of a hundred
+ * dirty clusters fell seconds behind the reports (bench/agent-api). Here the
+ * awaits wait only for PostgreSQL. It is also the only process holding the
+ * refresher's copy of every host's large columns (refresh-service.ts), which
+ * each serving process held for its share of the clusters.
+ *
+ * What it keeps in memory changes no answer: it is a cache of rows, and any
+ * process (a serving one settling a read, the worker's backup refresher)
+ * refreshes the same targets with the same result.
+ */
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { createDb } from '../db/database';
+import { createRepos } from '../services/context';
+import { buildServiceContext } from '../services/build-context';
+import { createMetrics } from '../metrics';
+import { createObjectStore } from '../storage';
+import { closeTemporalClient, createTemporalClient } from '../temporal/client';
+import { startRefresher } from '../services/refresh-queue';
+import { joinApiCluster } from './cluster';
+
+export interface RunningRefresher {
+  close(): Promise<void>;
+}
+
+export function startRefresherProcess(cfg: Config, logger: Logger): RunningRefresher {
+  if (!cfg.database.url) throw new Error('DATABASE_URL is required for the API (landfall dev starts an embedded PostgreSQL)');
+  const db = createDb(cfg.database.url, cfg.database.poolMax);
+  const temporal = createTemporalClient(cfg.temporal);
+  const repos = createRepos(db);
+  // Its refreshes record metrics (registration → known); the primary sums them with the serving processes'.
+  const metrics = createMetrics(db);
+  const services = { ...buildServiceContext(cfg, { db, repos, store: createObjectStore(cfg.storage), temporal }), metrics: metrics.port };
+  joinApiCluster(metrics.registry, logger);
+  const refresher = startRefresher(services, cfg.database.url, logger);
+  logger.info('api refresher running');
+  return {
+    async close() {
+      await refresher.close();
+      await Promise.allSettled([db.destroy(), closeTemporalClient(temporal)]);
+    },
+  };
+}
