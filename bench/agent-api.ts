@@ -309,7 +309,9 @@ async function main(): Promise<void> {
     const freshnessMet = freshnessAtTarget !== undefined && freshnessAtTarget.samples > 0 && freshnessAtTarget.failures === 0 && freshnessAtTarget.unseen === 0 && freshnessAtTarget.latencyMs.p99 < FRESHNESS_P99_MS;
     const generatorMax = Math.max(...results.map((w) => w.cpuCores.generator), saturation?.cpuCores.generator ?? 0);
     // node:cluster: a primary and its workers; one process serves alone.
-    const apiWorkers = rssAfterSetup.processes > 1 ? rssAfterSetup.processes - 1 : 1;
+    // The tree: one process alone, or a primary, its serving workers and (unless API_REFRESHER=false) its refresher.
+    const refresherOn = opts.apiEnv.API_REFRESHER !== 'false';
+    const apiWorkers = rssAfterSetup.processes > 1 ? rssAfterSetup.processes - 1 - (refresherOn ? 1 : 0) : 1;
     log('');
     log(`agent-api bench: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters, API tree ${rssAfterSetup.processes} process(es), ${apiWorkers} serving (API_PROCESSES ${opts.processes ?? 'unset'}), commit ${commit}, node ${process.version}, ${os.cpus().length} CPUs`);
     log(`machine load    before ${loadBefore.loadavg.map((x) => x.toFixed(2)).join(', ')}; after ${loadAfter.loadavg.map((x) => x.toFixed(2)).join(', ')}`);

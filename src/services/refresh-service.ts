@@ -7,6 +7,7 @@
  * aggregate, and nobody waits on a refresh's reads).
  */
 import { createHash } from 'node:crypto';
+import { getHeapStatistics } from 'node:v8';
 import type { Knex } from 'knex';
 import type { ClusterRow, HostRow } from '../db/rows';
 import { HOST_VALIDATIONS, HOST_VALIDATION_CATEGORY, HARDWARE_MINIMUM } from '../domain/lifecycle/host-validations';
@@ -299,10 +300,30 @@ const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_a
 const heavyCache = new Map<string, CachedHost>();
 const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
 
+/**
+ * A host's entry is ~100 KB of heap with the bench's 10.9 KB inventories, so
+ * 30,000 hosts would not fit V8's default heap (4 GB here) and the process
+ * would die of it. Every HEAP_CHECK_EVERY entries stored, the process's heap
+ * is looked at, and above HEAP_SHARE of its limit the oldest eighth of the
+ * copy is dropped: a dropped host is read again when next refreshed, never
+ * answered wrongly. (Heap in use counts garbage not yet collected, so this
+ * may drop more than needed, which costs reads, not answers.)
+ */
+const HEAP_SHARE = 0.5;
+const HEAP_CHECK_EVERY = 256;
+let storedSinceCheck = 0;
+
 function remember(k: string, entry: CachedHost): void {
   heavyCache.delete(k);
   heavyCache.set(k, entry);
   if (heavyCache.size > cacheBound) heavyCache.delete(heavyCache.keys().next().value!);
+  if (++storedSinceCheck >= HEAP_CHECK_EVERY) {
+    storedSinceCheck = 0;
+    const heap = getHeapStatistics();
+    if (heap.used_heap_size > HEAP_SHARE * heap.heap_size_limit) {
+      for (let drop = Math.ceil(heavyCache.size / 8); drop > 0; drop--) heavyCache.delete(heavyCache.keys().next().value!);
+    }
+  }
 }
 
 /** After the refresh's own write: the row it wrote is what the next refresh reads, without reading it again. */
