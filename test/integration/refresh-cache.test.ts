@@ -18,6 +18,13 @@ import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
 
+/** The heap the refresher sees (its copy is trimmed above half the limit); the real one unless a test sets it. */
+let mockHeap: { used_heap_size: number; heap_size_limit: number } | undefined;
+jest.mock('node:v8', () => {
+  const actual = jest.requireActual<typeof import('node:v8')>('node:v8');
+  return { ...actual, getHeapStatistics: () => ({ ...actual.getHeapStatistics(), ...mockHeap }) };
+});
+
 let t: TestServiceContext;
 let db: Db;
 let ctx: ServiceContext;
@@ -136,6 +143,34 @@ describe('a process that refreshes now and then keeps a small copy', () => {
       setRefreshCacheHosts(REFRESH_CACHE_HOSTS);
     }
   });
+});
+
+describe('the refresher\'s copy gives way when the heap fills', () => {
+  it('drops its least recently refreshed hosts above half the heap limit, and reads them again when needed', async () => {
+    const env = await newCluster('heap', 3, 76);
+    await refresh(env);
+    // Enough stores for several heap checks: only host 1 reports, hosts 2 and 3 stay the least recently stored.
+    const churn = async (rounds: number) => {
+      for (let i = 0; i < rounds; i++) {
+        await report(env, env.hostIds[0]!, 'heap-h1', '10.76.0.11', 64 + (i % 2));
+        await refresh(env);
+      }
+    };
+    const others = () => heavyReads().filter((id) => id !== env.hostIds[0]);
+    sent.length = 0;
+    await churn(140);
+    expect(others()).toEqual([]);
+    try {
+      mockHeap = { used_heap_size: 900, heap_size_limit: 1000 };
+      sent.length = 0;
+      await churn(140);
+      // A host nobody reported on was dropped at a heap check, so a later refresh read it again.
+      expect(others()).not.toEqual([]);
+    } finally {
+      mockHeap = undefined;
+    }
+    expect(await validation(env.hostIds[2]!, 'has-memory-for-role')).toBe('success');
+  }, 60_000);
 });
 
 describe('a refresh re-validates only hosts whose inputs changed', () => {
