@@ -8,7 +8,8 @@
  * 1,700 agent requests a second each await queues behind the requests on its
  * event loop, so a 4 ms refresh took ~40 ms and the refreshes of a hundred
  * dirty clusters fell seconds behind the reports (bench/agent-api). Here the
- * awaits wait only for PostgreSQL. It is also the only process holding the
+ * awaits wait only for PostgreSQL, and the process runs below the serving
+ * ones' priority (REFRESHER_NICE). It is also the only process holding the
  * refresher's copy of every host's large columns (refresh-service.ts), which
  * each serving process held for its share of the clusters.
  *
@@ -16,6 +17,7 @@
  * process (a serving one settling a read, the worker's backup refresher)
  * refreshes the same targets with the same result.
  */
+import { getPriority, setPriority } from 'node:os';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { createDb } from '../db/database';
@@ -26,6 +28,27 @@ import { createObjectStore } from '../storage';
 import { closeTemporalClient, createTemporalClient } from '../temporal/client';
 import { startRefresher } from '../services/refresh-queue';
 import { joinApiCluster } from './cluster';
+
+/**
+ * The refresher's scheduling priority (a nice value; raising one's own needs
+ * no privilege). At normal priority it refreshed as fast as the CPU let it:
+ * on a saturated machine it took CPU from the polls and, coalescing less,
+ * made more refreshes. Below the serving processes it runs on what they
+ * leave, and coalesces more when they leave little. Measured
+ * (bench/agent-api, 5,000 hosts, 1,700 req/s, 60 s windows, two rounds in one
+ * session): poll p99 548/337 ms at nice 0 against 122/56 ms at nice 10;
+ * report → stored p50 873/456 against 114/117 ms, p99 3,287/2,658 against
+ * 2,365/677 ms; PostgreSQL 0.53 against 0.35 ms per request.
+ */
+export const REFRESHER_NICE = 10;
+
+function yieldToServing(logger: Logger): void {
+  try {
+    setPriority(Math.max(getPriority(), REFRESHER_NICE));
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'could not lower the refresher\'s priority; it competes with the serving processes for CPU');
+  }
+}
 
 export interface RunningRefresher {
   close(): Promise<void>;
@@ -40,6 +63,7 @@ export function startRefresherProcess(cfg: Config, logger: Logger): RunningRefre
   const metrics = createMetrics(db);
   const services = { ...buildServiceContext(cfg, { db, repos, store: createObjectStore(cfg.storage), temporal }), metrics: metrics.port };
   joinApiCluster(metrics.registry, logger);
+  yieldToServing(logger);
   const refresher = startRefresher(services, cfg.database.url, logger);
   logger.info('api refresher running');
   return {

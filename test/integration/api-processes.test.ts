@@ -10,9 +10,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import net from 'node:net';
+import { getPriority } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createDb } from '../../src/db/database';
+import { REFRESHER_NICE } from '../../src/api/refresher-process';
 import { migrateLatest } from '../../src/db/migrations';
 import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
@@ -148,7 +150,9 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
   const { serving: workers, refresher } = await apiChildren(child.pid!);
 
-  // The refresher refreshes, and is brought back when it dies.
+  // The refresher runs below the serving processes' priority, refreshes, and is brought back when it dies.
+  expect(getPriority(refresher)).toBe(Math.max(REFRESHER_NICE, getPriority(child.pid!)));
+  for (const pid of workers) expect(getPriority(pid)).toBe(getPriority(child.pid!));
   await refreshRequestTaken();
   process.kill(refresher, 'SIGKILL');
   const refresherAgain = await eventually(async () => {
