@@ -235,7 +235,13 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
       const ie = await eventually(async () => ((await call('GET', `${h.api.base}/infra-envs?cluster_id=${c.clusterId}`)).body as Array<{ id: string; name: string }>).find((x) => x.name === 'ui-grow-day2'), 20000, 'the day-2 infra-env');
       day2 = runFleet({ serviceUrl: h.api.url, infraEnvId: ie.id, count: 1, mix: 'worker', seed: 'ui-grow-day2', durationSeconds: 300, pollIntervalSeconds: 0.5, rampSeconds: 0, firstIndex: 10, joinsRunningCluster: true }, stop.signal);
       const install = page.getByRole('button', { name: 'Install worker-10', exact: true });
-      await install.waitFor({ timeout: 60000 });
+      await install.waitFor({ timeout: 60000 }).catch(async (err: Error) => {
+        // Failed once in a few full runs: say where the new host stood, to tell a stuck host from a slow one.
+        await shot(page, '16-add-hosts-timed-out').catch(() => undefined);
+        const hosts = ((await call('GET', `${h.api.base}/infra-envs/${ie.id}/hosts`)).body ?? []) as Array<{ status: string; status_info: string; validations_info?: string }>;
+        const where = hosts.map((x) => ({ status: x.status, status_info: x.status_info, failing: Object.values(JSON.parse(x.validations_info ?? '{}') as Record<string, Array<{ id: string; status: string }>>).flat().filter((v) => v.status !== 'success').map((v) => `${v.id}:${v.status}`) }));
+        throw new Error(`${err.message}\nthe day-2 infra-env's hosts: ${JSON.stringify(where)}`);
+      });
       await shot(page, '16-add-hosts');
       await install.click();
       await page.locator('tr', { hasText: 'worker-10' }).locator('.badge', { hasText: /^installed$/ }).waitFor({ timeout: 60000 });
