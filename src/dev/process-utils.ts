@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from '../logger';
@@ -44,8 +44,49 @@ export async function waitForPort(host: string, port: number, timeoutMs: number,
   throw new Error(`${what} did not listen on ${host}:${port} within ${timeoutMs} ms`);
 }
 
-/** Asks the kernel for a free TCP port on loopback. */
-export function freePort(): Promise<number> {
+/**
+ * The lowest port the kernel hands to outgoing connections. A port from
+ * listen(0) comes from that range too, so between being picked and being
+ * bound by the server it was picked for, an outgoing connection (a Temporal
+ * or database client) may take it as its local port: a stack test once lost
+ * its API's port that way, EADDRINUSE on every restart.
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+const PICKED_FROM = 20_000;
+/** Parallel test workers pick from ranges of their own, so two never pick the same port. */
+const WORKER_RANGES = 8;
+let nextPick: number | undefined;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A free TCP port on loopback, below the kernel's range for outgoing connections when there is room there. */
+export async function freePort(): Promise<number> {
+  const high = ephemeralLow() - 1;
+  const width = Math.floor((high - PICKED_FROM + 1) / WORKER_RANGES);
+  if (width >= 100) {
+    const base = PICKED_FROM + (Number(process.env.JEST_WORKER_ID ?? 0) % WORKER_RANGES) * width;
+    nextPick ??= base + Math.floor(Math.random() * width);
+    for (let tried = 0; tried < width; tried++) {
+      const port = base + ((nextPick - base + tried) % width);
+      if (await canListen(port)) {
+        nextPick = base + ((port - base + 1) % width);
+        return port;
+      }
+    }
+  }
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
