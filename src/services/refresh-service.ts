@@ -289,7 +289,7 @@ let cacheBound = REFRESH_CACHE_HOSTS;
 /** This process's bound on the refresher's copy of hosts, from now on (the copy is trimmed to it at once). */
 export function setRefreshCacheHosts(hosts: number): void {
   cacheBound = Math.max(0, Math.floor(hosts));
-  while (heavyCache.size > cacheBound) heavyCache.delete(heavyCache.keys().next().value!);
+  dropOldest(heavyCache.size - cacheBound);
 }
 /**
  * What a refresh reads of every host each time: what facts and the status
@@ -299,6 +299,11 @@ export function setRefreshCacheHosts(hosts: number): void {
 const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
 const heavyCache = new Map<string, CachedHost>();
 const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
+
+/** Drops the `count` least recently stored hosts of the copy (a Map keeps insertion order; remember re-inserts). */
+function dropOldest(count: number): void {
+  for (let i = 0; i < count && heavyCache.size > 0; i++) heavyCache.delete(heavyCache.keys().next().value!);
+}
 
 /**
  * A host's entry is ~100 KB of heap with the bench's 10.9 KB inventories, so
@@ -316,13 +321,11 @@ let storedSinceCheck = 0;
 function remember(k: string, entry: CachedHost): void {
   heavyCache.delete(k);
   heavyCache.set(k, entry);
-  if (heavyCache.size > cacheBound) heavyCache.delete(heavyCache.keys().next().value!);
+  dropOldest(heavyCache.size - cacheBound);
   if (++storedSinceCheck >= HEAP_CHECK_EVERY) {
     storedSinceCheck = 0;
     const heap = getHeapStatistics();
-    if (heap.used_heap_size > HEAP_SHARE * heap.heap_size_limit) {
-      for (let drop = Math.ceil(heavyCache.size / 8); drop > 0; drop--) heavyCache.delete(heavyCache.keys().next().value!);
-    }
+    if (heap.used_heap_size > HEAP_SHARE * heap.heap_size_limit) dropOldest(Math.ceil(heavyCache.size / 8));
   }
 }
 
