@@ -1,4 +1,5 @@
 /** Rows → facts for the pure lifecycle code. The only place that parses stored agent reports. */
+import { createHash } from 'node:crypto';
 import type { Inventory } from '../../agent/types';
 import type { ClusterRow, HostRow } from '../db/rows';
 import type { ReleaseCatalogue } from '../domain/releases';
@@ -18,36 +19,70 @@ function parseCached<T>(text: string | null | undefined): T | undefined {
 }
 
 /**
- * One host's parsed reports, each with the text it was parsed from, kept by
- * the caller as long as it keeps the host (the refresher's cache of its
- * hosts): a report is parsed again only when its text changed. The shared
- * text-keyed cache above is bounded for every other caller and, with more
- * hosts than its bound, re-parsed every inventory of a cluster at each
- * refresh.
+ * One host's parsed reports, kept by the caller as long as it keeps the host
+ * (the refresher's copy of its hosts), each with a digest of the text it was
+ * parsed from: a report is parsed again only when its text changed, and the
+ * text itself is not kept (keepReports). The shared text-keyed cache above is
+ * bounded for every other caller and, with more hosts than its bound,
+ * re-parsed every inventory of a cluster at each refresh.
  */
-export type ReportMemo = Map<string, { text: string; value: unknown }>;
+export type ReportMemo = Map<string, { digest: string; value: unknown }>;
 
-function parseReport<T>(memo: ReportMemo | undefined, field: string, text: string | null | undefined): T | undefined {
-  if (!memo) return parseCached<T>(text);
-  if (!text) return undefined;
-  const m = memo.get(field);
-  // The same string object again costs nothing; a re-read equal text, one comparison.
-  if (m && m.text === text) return m.value as T;
-  const value = parseJson<T>(text);
-  memo.set(field, { text, value });
-  return value;
+/** The doc fields holding an agent's report as text that a refresh reads, parsed (hostFacts, freeAddresses). */
+const PARSED_REPORTS = ['connectivity', 'free_addresses', 'ntp_sources', 'disks_info', 'images_status'] as const;
+/** Reports stored on the host that no refresh reads (the API serves them as stored). */
+const UNREAD_REPORTS = ['domain_name_resolutions', 'tang_connectivity', 'api_vip_connectivity'] as const;
+
+const digestOf = (text: string) => createHash('sha1').update(text).digest('base64url');
+
+/**
+ * Takes a host's reports (its inventory and the doc's report fields) into
+ * `memo`, parsing only those whose text changed, and returns the doc without
+ * them: what a refresher keeps of a host. The texts were most of what it
+ * kept (an 11 KB inventory, a connectivity report of ~400 bytes per peer),
+ * each beside its own parse; with `memo` given, hostFacts and freeAddresses
+ * read the reports from it alone.
+ */
+export function keepReports(inventory: string | null, doc: Json, memo: ReportMemo): Json {
+  const slim: Json = { ...doc };
+  const take = (field: string, text: unknown) => {
+    if (typeof text !== 'string' || text === '') {
+      memo.delete(field);
+      return;
+    }
+    const digest = digestOf(text);
+    if (memo.get(field)?.digest !== digest) memo.set(field, { digest, value: parseJson(text) });
+  };
+  take('inventory', inventory);
+  for (const f of PARSED_REPORTS) {
+    take(f, doc[f]);
+    delete slim[f];
+  }
+  for (const f of UNREAD_REPORTS) delete slim[f];
+  return slim;
+}
+
+/** A report the caller wrote itself (the service's disk decisions in the inventory), as keepReports would take it. */
+export function rememberReport(memo: ReportMemo, field: string, text: string, value: unknown): void {
+  memo.set(field, { digest: digestOf(text), value });
+}
+
+function report<T>(h: HostRow, field: string, memo: ReportMemo | undefined): T | undefined {
+  if (memo) return memo.get(field)?.value as T | undefined;
+  return parseCached<T>(field === 'inventory' ? h.inventory : ((h.doc as Json)[field] as string | undefined));
 }
 
 /** The free addresses a host reported, per network (the free-network-addresses step). */
 export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: string; free_addresses: string[] }> {
-  const v = parseReport<Array<{ network: string; free_addresses: string[] }>>(memo, 'free_addresses', (h.doc as Json).free_addresses as string | undefined);
+  const v = report<Array<{ network: string; free_addresses: string[] }>>(h, 'free_addresses', memo);
   return Array.isArray(v) ? v : [];
 }
 
+/** A host's facts; with `memo`, its reports are the memo's (keepReports), not the row's. */
 export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFacts {
   const d = h.doc as Json;
-  const inventory = parseReport<Inventory>(memo, 'inventory', h.inventory);
-  const disks = parseReport<{ io_sync_duration?: number }>(memo, 'disks_info', d.disks_info as string | undefined);
+  const inventory = report<Inventory>(h, 'inventory', memo);
+  const disks = report<{ io_sync_duration?: number }>(h, 'disks_info', memo);
   const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
   return {
     id: h.id,
@@ -59,9 +94,9 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFac
     hostname: h.requested_hostname ?? inventory?.hostname,
     requestedHostname: h.requested_hostname ?? undefined,
     inventory,
-    connectivity: parseReport<ConnectivityReport>(memo, 'connectivity', d.connectivity as string | undefined),
-    ntpSources: parseReport(memo, 'ntp_sources', d.ntp_sources as string | undefined),
-    imagesStatus: parseReport<{ images?: Array<{ name: string; result: string }> }>(memo, 'images_status', d.images_status as string | undefined)?.images ?? undefined,
+    connectivity: report<ConnectivityReport>(h, 'connectivity', memo),
+    ntpSources: report(h, 'ntp_sources', memo),
+    imagesStatus: report<{ images?: Array<{ name: string; result: string }> }>(h, 'images_status', memo)?.images ?? undefined,
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,
     sinceCheckInMs: checkedIn === undefined ? undefined : Math.max(0, nowMs - checkedIn),

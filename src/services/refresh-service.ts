@@ -20,7 +20,7 @@ import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
-import { clusterFacts, freeAddresses, hostFacts, type ReportMemo } from './facts-builder';
+import { clusterFacts, freeAddresses, hostFacts, keepReports, rememberReport, type ReportMemo } from './facts-builder';
 import { HOST_LIGHT_COLUMNS } from '../db/hosts-repo';
 import { PREPARED } from '../db/database';
 import { applyClusterEvent, applyHostRefresh } from './status-writer';
@@ -109,16 +109,19 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
   const disks = same ? undefined : decideDisks(row, facts, cluster, settings);
   let v = same ? last : undefined;
+  const doc = row.doc as Json;
   if (!v) {
     const results = HOST_VALIDATIONS.map((spec) => ({ id: spec.id, ...spec.check(facts, { cluster, settings }) }));
-    v = { inputs: kept?.inputs ?? '', results, info: validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!), details: remediation(results) };
+    const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
+    const details = remediation(results);
+    // Kept as the doc's own strings when equal: a host's copy holds each text once.
+    v = { inputs: kept?.inputs ?? '', results, info: info === doc.validations_info ? doc.validations_info : info, details: details === doc.validation_remediation ? doc.validation_remediation : details };
     if (kept) kept.entry.validated = v;
   }
   const { results, info, details } = v;
   // Only pre-install statuses have Refresh rules: for the others the table answers undefined.
   const event = { type: 'Refresh' as const, summary: hostSummary(results) };
   const transition = nextHostStatus(row.status, event);
-  const doc = row.doc as Json;
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
   if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) {
     if (kept?.entry.validated === v) v.settled = true;
@@ -139,6 +142,8 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
     { requestId, hostName },
   );
   if (!move) return undefined;
+  // The inventory as written (the disk decisions in it) is the one the next refresh sees, parsed: facts.inventory.
+  if (disks?.inventory !== undefined && kept) rememberReport(kept.entry.memo, 'inventory', disks.inventory, facts.inventory);
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results, true);
   for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
@@ -250,7 +255,7 @@ function sharedInputs(c: ClusterFacts): string {
  */
 interface CachedHost {
   version: string;
-  inventory: string | null;
+  /** The doc without the agent's reports, which are in `memo`, parsed (keepReports); the inventory too is only there. */
   doc: HostRow['doc'];
   memo: ReportMemo;
   /** The host's validations at its last refresh, and the inputs they were computed from (ownInputs, sharedInputs). */
@@ -334,7 +339,7 @@ function rememberWritten(row: HostRow): void {
   const k = cacheKey(row);
   const had = heavyCache.get(k);
   // Its validations stay with it: the caller re-keys them to the version just written (refreshRead).
-  if (had) remember(k, { version: String(row.facts_version), inventory: row.inventory, doc: row.doc, memo: had.memo, validated: had.validated });
+  if (had) remember(k, { version: String(row.facts_version), doc: row.doc, memo: had.memo, validated: had.validated });
 }
 
 type ReadHost = { row: HostRow; entry: CachedHost };
@@ -364,7 +369,8 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     ).rows as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
     for (const h of heavy) {
       const k = cacheKey(h);
-      const e = { version: String(h.facts_version), inventory: h.inventory, doc: h.doc, memo: heavyCache.get(k)?.memo ?? new Map() };
+      const memo: ReportMemo = heavyCache.get(k)?.memo ?? new Map();
+      const e = { version: String(h.facts_version), doc: keepReports(h.inventory, h.doc as Json, memo), memo };
       entries.set(k, e);
       remember(k, e);
     }
@@ -374,7 +380,8 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     const h = entries.get(cacheKey(r));
     // Deleted between the two reads: not this refresh's host any more.
     if (!h) continue;
-    out.get(r.cluster_id!)?.push({ row: { ...r, inventory: h.inventory, doc: h.doc } as HostRow, entry: h });
+    // No inventory text: the refresh reads the host's reports from its memo (hostFacts, freeAddresses with the memo).
+    out.get(r.cluster_id!)?.push({ row: { ...r, inventory: null, doc: h.doc } as HostRow, entry: h });
   }
   return out;
 }

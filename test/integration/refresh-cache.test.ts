@@ -14,6 +14,7 @@ import * as clusters from '../../src/services/clusters-service';
 import * as infraEnvs from '../../src/services/infra-envs-service';
 import { REFRESH_CACHE_HOSTS, refreshCluster, setRefreshCacheHosts } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
+import { DEFAULT_LIFECYCLE_SETTINGS } from '../../src/domain/lifecycle/requirements';
 import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
@@ -116,6 +117,79 @@ describe('the refresher keeps its copy of a cluster\'s hosts current', () => {
     await refresh(env);
     expect(heavyReads()).toEqual([env.hostIds[0]]);
     expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('success');
+  });
+});
+
+describe('the refresher keeps a host\'s reports parsed, not as text', () => {
+  const ntp = (env: Env, hostId: string, state: string) =>
+    agents.postStepReply(ctx, agent(env.infraEnvId), env.infraEnvId, hostId, {
+      step_type: 'ntp-synchronizer',
+      step_id: `ntp-synchronizer-${randomUUID()}`,
+      output: JSON.stringify({ ntp_sources: [{ source_name: '10.75.0.1', source_state: state }] }),
+    });
+  /** The host's validations as a refresher with no copy at all computes them (it reads every report as stored). */
+  const uncached = async (env: Env, hostId: string) => {
+    setRefreshCacheHosts(0);
+    try {
+      await refresh(env);
+    } finally {
+      setRefreshCacheHosts(REFRESH_CACHE_HOSTS);
+    }
+    return validation(hostId, 'ntp-synced');
+  };
+
+  it('follows a report that changed or went away, as a refresher reading the texts would', async () => {
+    const env = await newCluster('reports', 2, 75);
+    const [h1] = env.hostIds as [string, string];
+    await refresh(env);
+    expect(await validation(h1, 'ntp-synced')).toBe('success'); // not reported yet
+
+    await ntp(env, h1, 'unreachable');
+    sent.length = 0;
+    await refresh(env);
+    expect(heavyReads()).toEqual([h1]);
+    expect(await validation(h1, 'ntp-synced')).toBe('failure');
+
+    await ntp(env, h1, 'synced');
+    await refresh(env);
+    expect(await validation(h1, 'ntp-synced')).toBe('success');
+    expect(await uncached(env, h1)).toBe('success');
+
+    // The report goes away (as a reset clears it) while another stays: the copy forgets it.
+    await ntp(env, h1, 'unreachable');
+    await refresh(env);
+    expect(await validation(h1, 'ntp-synced')).toBe('failure');
+    await db('hosts').where({ id: h1 }).update({ doc: db.raw("doc - 'ntp_sources'"), facts_version: db.raw('facts_version + 1') });
+    await refresh(env);
+    expect(await validation(h1, 'ntp-synced')).toBe('success');
+    expect(await uncached(env, h1)).toBe('success');
+    // The inventory, kept only parsed, still counts (its checks pass as before).
+    expect(await validation(h1, 'has-memory-for-role')).toBe('success');
+    expect(await validation(h1, 'has-inventory')).toBe('success');
+  });
+
+  it('keeps the inventory it wrote itself (its disk decisions) and writes it once', async () => {
+    const env = await newCluster('disks', 2, 74);
+    const [h1] = env.hostIds as [string, string];
+    await refresh(env);
+    // Workers need more disk than the hosts' 500 GB: making host 1 a worker makes its disk ineligible, in its stored inventory.
+    const strict = { ...ctx, lifecycle: { ...DEFAULT_LIFECYCLE_SETTINGS, requirements: { ...DEFAULT_LIFECYCLE_SETTINGS.requirements, worker: { ...DEFAULT_LIFECYCLE_SETTINGS.requirements.worker, diskGb: 600 } } } };
+    await db('hosts').where({ id: h1 }).update({ role: 'worker' });
+    const strictRefresh = () => db.transaction((trx) => refreshCluster(strict, trx, env.clusterId));
+    sent.length = 0;
+    await strictRefresh();
+    expect(hostWrites()).toBeGreaterThanOrEqual(1);
+    const stored = JSON.parse(((await db('hosts').where({ id: h1 }).first('inventory')) as { inventory: string }).inventory) as { disks: Array<{ installation_eligibility: { eligible: boolean } }> };
+    expect(stored.disks[0]!.installation_eligibility.eligible).toBe(false);
+    // Its next refreshes see the inventory it wrote, also once a peer's report makes it decide again: never written twice.
+    const inventoryWrites = () => sent.filter((s) => /^update "hosts" set "inventory" = /.test(s.sql) && s.bindings.includes(h1)).length;
+    sent.length = 0;
+    await strictRefresh();
+    expect(hostWrites()).toBe(0);
+    await report(env, env.hostIds[1]!, 'disks-h2-renamed', '10.74.0.12', 64);
+    sent.length = 0;
+    await strictRefresh();
+    expect(inventoryWrites()).toBe(0);
   });
 });
 
