@@ -15,7 +15,7 @@ import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDAT
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
-import { deriveMachineNetwork, hostNetworks, majorityGroupCached, reachedAddresses, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { deriveMachineNetwork, hostNetworks, majorityGroupCached, reachDigest, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
@@ -213,28 +213,12 @@ function addressedNics(f: HostFacts): string {
 }
 
 /**
- * Whom a host reached at L3, at which addresses: what a peer's check reads
- * of its connectivity report (majority group, who cannot reach whom), and
- * unlike latency and loss the same from one report to the next.
- */
-const reachText = new WeakMap<object, string>();
-function reached(f: HostFacts): string {
-  if (!f.connectivity) return '';
-  let t = reachText.get(f.connectivity);
-  if (t === undefined) {
-    const pairs = [...reachedAddresses(f)].map(([peer, addresses]) => `${peer}=${[...addresses].sort().join(',')}`);
-    reachText.set(f.connectivity, (t = createHash('sha1').update(pairs.sort().join(';')).digest('base64url')));
-  }
-  return t;
-}
-
-/**
  * As a digest: every host's kept inputs end with it, and fifty copies of a
  * fifty-host text per refresh (compared, then kept per host) were most of
  * what a process kept per host and a share of the refresh's time.
  */
 function sharedInputs(c: ClusterFacts): string {
-  const peers = c.hosts.map((h) => [h.id, h.hostname ?? null, h.role, h.suggestedRole, h.status, h.day2, addressedNics(h), reached(h)]);
+  const peers = c.hosts.map((h) => [h.id, h.hostname ?? null, h.role, h.suggestedRole, h.status, h.day2, addressedNics(h), reachDigest(h)]);
   return createHash('sha1').update(JSON.stringify([{ ...c, hosts: undefined }, peers])).digest('base64url');
 }
 
@@ -452,13 +436,12 @@ async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedClu
   const derived = deriveNetworks(facts, cluster.doc as Json, read.map((r) => freeAddresses(r.row, r.entry.memo)));
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
-
   const shared = sharedInputs(facts);
   const updatedRows: HostRow[] = [];
   let lost = false;
   for (let i = 0; i < rows.length; i++) {
     const entry = read[i]!.entry;
-    const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry };
+      const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry };
     if (entry.validated?.settled && entry.validated.inputs === kept.inputs) {
       updatedRows.push(rows[i]!);
       continue;

@@ -1,7 +1,7 @@
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { CLUSTER_VALIDATIONS } from '../../src/domain/lifecycle/cluster-validations';
 import { DEFAULT_LIFECYCLE_SETTINGS } from '../../src/domain/lifecycle/requirements';
-import { deriveMachineNetwork, majorityGroup, networkOf, suggestRoles, vipSuggestions } from '../../src/domain/lifecycle/network';
+import { deriveMachineNetwork, majorityGroup, majorityGroupCached, networkOf, suggestRoles, vipSuggestions } from '../../src/domain/lifecycle/network';
 import type { ClusterFacts, HostFacts } from '../../src/domain/lifecycle/facts';
 import { validationsInfo } from '../../src/domain/lifecycle/validation-types';
 
@@ -178,6 +178,22 @@ describe('network derivation', () => {
     expect([...suggestRoles(cluster(small))].map(([, r]) => r)).toEqual(['worker', 'worker', 'worker']);
     const lowered = { ...DEFAULT_LIFECYCLE_SETTINGS.requirements.master, cpuCores: 2, ramMib: 4096 };
     expect([...suggestRoles(cluster(small), lowered)].map(([, r]) => r)).toEqual(['master', 'master', 'master']);
+  });
+  it('keeps a majority group across host lists only while who reaches whom is the same', () => {
+    // Each round is a new host list with new reports, as each refresh builds: latencies move, reach changes twice.
+    const round = (cut: string[], rtt: number, ip5 = '10.0.0.15') => {
+      const hs = ['h1', 'h2', 'h3', 'h4', 'h5'].map((id) => host(id, id === 'h5' ? { ip: ip5 } : {}));
+      fullMesh(hs, cut);
+      for (const h of hs) for (const r of h.connectivity!.remote_hosts) r.l3_connectivity![0]!.average_rtt_ms = rtt;
+      return majorityGroupCached(hs, '10.0.0.0/24');
+    };
+    expect(round([], 0.4)).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
+    expect(round([], 0.9)).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
+    expect(round(['h2'], 0.9)).toEqual(['h1', 'h3', 'h4', 'h5']);
+    expect(round(['h2'], 0.3)).toEqual(['h1', 'h3', 'h4', 'h5']);
+    // Same reports, but h5 moved out of the network: not the group computed for it before.
+    expect(round([], 0.4, '10.0.1.15')).toEqual(['h1', 'h2', 'h3', 'h4']);
+    expect(round([], 0.4)).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
   });
   it('keeps validations_info in the assisted-service shape', () => {
     const info = JSON.parse(validationsInfo([{ id: 'has-inventory', status: 'success', message: 'ok', blocking: false, hint: 'x' }], () => 'hardware'));
