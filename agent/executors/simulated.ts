@@ -176,7 +176,10 @@ export class SimulatedExecutor implements Executor {
             const other = this.network.get(t.ip);
             const ok = Boolean(other) && !me.isolated && !other!.isolated;
             const loss = ok ? Math.max(me.lossPercent, other!.lossPercent) : 100;
-            return { outgoing_nic: nic, remote_ip_address: t.ip, successful: ok && loss < 100, average_rtt_ms: ok ? me.rttMs + other!.rttMs : 0, packet_loss_percentage: loss };
+            // A ping's average moves from one report to the next (±15 %, to the microsecond as ping prints it):
+            // a real agent never sends the same connectivity report twice, and neither does this one.
+            const rtt = ok ? Math.round((me.rttMs + other!.rttMs) * (0.85 + 0.3 * Math.random()) * 1000) / 1000 : 0;
+            return { outgoing_nic: nic, remote_ip_address: t.ip, successful: ok && loss < 100, average_rtt_ms: rtt, packet_loss_percentage: loss };
           }),
           mtu_report: targets.map((t) => ({ outgoing_nic: nic, remote_ip_address: t.ip, mtu_successful: Boolean(this.network.get(t.ip)) && !me.isolated })),
         };

@@ -14,13 +14,15 @@ import type { Principal } from '../auth/principal';
 import { badRequest, conflict, notFound } from '../errors';
 import { STEPS_BY_HOST_STATUS, UNKNOWN_STATUS_PLAN, skippedFor, stepId } from '../domain/host-steps';
 import { checkStageTransition, stageRole } from '../domain/install-stages';
-import { hostDisplayName } from '../api/assisted/presenters';
+import { CONNECTIVITY_FACTS_FIELD, hostDisplayName } from '../api/assisted/presenters';
+import { connectivityFactsDigest, quietProbe } from '../domain/lifecycle/network';
+import type { ConnectivityReport } from '../domain/lifecycle/facts';
 import type { ClusterRow, HostRow } from '../db/rows';
 import type { ServiceContext } from './context';
 import { checkInfraEnvAccess, loadHost, loadInfraEnv, loadInfraEnvWithCluster } from './access';
 import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
-import { refreshForHost } from './refresh-service';
+import { lifecycleSettings, refreshForHost } from './refresh-service';
 import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
 import { stepArgs, viewCached, type PollingHost } from './step-args';
 import { dueBy, staleMark } from './step-cadence';
@@ -328,11 +330,11 @@ async function storeReplyFacts(
 ): Promise<void> {
   const { infraEnvId, hostId } = key;
   const step = { id: reply.step_id, exit_code: reply.exit_code, output: json?.output ?? reply.output ?? '', error: reply.error ?? '' };
-  const facts = reply.exit_code === 0 && json ? replyFacts(reply.step_type, json) : undefined;
+  const facts = reply.exit_code === 0 && json ? replyFacts(ctx, reply.step_type, json) : undefined;
   // Nearly every reply is a success: one statement. An inventory in an infra-env where a BMC enrolment waits may
   // be the enrolled machine's (known by its boot MAC address): that statement leaves it to the locking path below.
   if (reply.exit_code === 0) {
-    const stored = await storeFactsForRefresh(ctx.db, key, step, facts?.fields ?? {}, facts?.inventory, facts?.inventory !== undefined && Boolean(ctx.bmc));
+    const stored = await storeFactsForRefresh(ctx.db, key, step, facts?.fields ?? {}, facts?.inventory, facts?.inventory !== undefined && Boolean(ctx.bmc), facts?.refreshKey);
     if (!stored) return missingHost();
     if (!stored.enrolment) return;
   }
@@ -364,8 +366,13 @@ async function storeReplyFacts(
  * differs from it: the service decides disk eligibility in it), so the same
  * report again is no new fact.
  */
-function replyFacts(stepType: string, json: { output: string; parsed: unknown; inventoryDigest?: string }): { fields: Record<string, unknown>; inventory?: string } {
+function replyFacts(ctx: ServiceContext, stepType: string, json: { output: string; parsed: unknown; inventoryDigest?: string }): { fields: Record<string, unknown>; inventory?: string; refreshKey?: { field: string; value: string } } {
   if (stepType === 'inventory') return { fields: { inventory_digest: json.inventoryDigest }, inventory: json.output };
+  // Its latencies move with every report: stored each time, refreshed for only when what the checks read moved.
+  if (stepType === 'connectivity-check') {
+    const value = connectivityFactsDigest(json.parsed as ConnectivityReport, json.output, quietProbe(lifecycleSettings(ctx).requirements));
+    return { fields: { connectivity: json.output }, refreshKey: { field: CONNECTIVITY_FACTS_FIELD, value } };
+  }
   const target = REPLY_FIELD[stepType]!;
   return { fields: typeof target === 'string' ? { [target]: json.output } : target(json.parsed) };
 }

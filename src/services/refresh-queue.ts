@@ -89,11 +89,18 @@ export function refreshRequestRow(target: RefreshTarget): RequestRow {
  * (null: none), 8 its value (null: the output), 9 the inventory (null: none,
  * or the output when 10), 10 whether the inventory is the output, 11 whether
  * a waiting BMC enrolment leaves the facts to the locking path, 12 the
- * refresh channel.
+ * refresh channel, 13–14 a doc field holding the digest of what a refresh
+ * reads of the reply and its new value (null: none; every change of the fact
+ * asks for a refresh). With 13, the fact is stored when it changed, but a
+ * refresh is asked for only when that digest changed (`o` reads it as it was
+ * before this statement: every part of one statement sees the same snapshot).
  */
 const STORE_REPLY_SQL = `with s as (update host_steps set state = 'replied', replied_at = now(), exit_code = $1, output = $2, error = $3
                          where infra_env_id = $4 and host_id = $5 and step_id = $6 returning 1),
-     u as (update hosts set doc = case when $7::text is null then doc else doc || jsonb_build_object($7::text, coalesce($8::text, $2::text)) end,
+     o as (select doc->>$13::text as digest from hosts where infra_env_id = $4 and id = $5 and $13::text is not null),
+     u as (update hosts set doc = case when $7::text is null then doc
+                                       when $13::text is null then doc || jsonb_build_object($7::text, coalesce($8::text, $2::text))
+                                       else doc || jsonb_build_object($7::text, coalesce($8::text, $2::text), $13::text, $14::text) end,
                             inventory = case when $10::boolean then $2::text else coalesce($9::text, inventory) end,
                             updated_at = now(), facts_version = facts_version + 1
            where infra_env_id = $4 and id = $5
@@ -104,7 +111,7 @@ const STORE_REPLY_SQL = `with s as (update host_steps set state = 'replied', rep
      r as (insert into refresh_requests (target, cluster_id, infra_env_id, host_id)
            select case when u.cluster_id is not null then 'c:' || u.cluster_id else 'h:' || u.infra_env_id || '/' || u.id end,
                   u.cluster_id, case when u.cluster_id is null then u.infra_env_id end, case when u.cluster_id is null then u.id end
-           from u returning 1)
+           from u where $13::text is null or (select digest from o) is distinct from $14::text returning 1)
      select exists (select 1 from hosts where infra_env_id = $4 and id = $5) as host,
             (select count(*) from (select pg_notify($12, '') from r) n) > 0 as changed,
             $11::boolean and exists (select 1 from bmc_hosts where infra_env_id = $4) as enrolment`;
@@ -126,6 +133,8 @@ export async function storeReplyFacts(
   inventory: string | undefined,
   /** Leave the facts unwritten when a BMC enrolment waits in the infra-env (matching it takes the caller's locking path). */
   unlessEnrolment = false,
+  /** The doc field holding a digest of what a refresh reads of this fact, and its value: a refresh only when it changed. */
+  refreshKey?: { field: string; value: string },
 ): Promise<{ changed: boolean; enrolment: boolean } | undefined> {
   const { infraEnvId: ie, hostId: id } = key;
   // Every reply sets one field of the doc (a string); an inventory also replaces the inventory column.
@@ -148,6 +157,8 @@ export async function storeReplyFacts(
     inventory !== undefined && inventory === step.output,
     unlessEnrolment,
     REFRESH_CHANNEL,
+    refreshKey?.field ?? null,
+    refreshKey?.value ?? null,
   ]);
   const r = rows[0]!;
   return r.host ? { changed: r.changed, enrolment: r.enrolment } : undefined;

@@ -15,6 +15,8 @@ import * as infraEnvs from '../../src/services/infra-envs-service';
 import { REFRESH_CACHE_HOSTS, refreshCluster, setRefreshCacheHosts } from '../../src/services/refresh-service';
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { DEFAULT_LIFECYCLE_SETTINGS } from '../../src/domain/lifecycle/requirements';
+import { presentHost } from '../../src/api/assisted/presenters';
+import type { HostRow } from '../../src/db/rows';
 import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh-queue';
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
@@ -190,6 +192,54 @@ describe('the refresher keeps a host\'s reports parsed, not as text', () => {
     sent.length = 0;
     await strictRefresh();
     expect(inventoryWrites()).toBe(0);
+  });
+});
+
+describe('a connectivity reply asks for a refresh only when what the checks read of it changed', () => {
+  it('stores every report, and refreshes for new reach or figures above what a role tolerates, not for moving latencies', async () => {
+    const env = await newCluster('reach', 3, 73);
+    const ip = (i: number) => `10.73.0.${11 + i}`;
+    const connectivity = (from: number, rtt: number, cut: number[] = [], loss = 0) =>
+      agents.postStepReply(ctx, agent(env.infraEnvId), env.infraEnvId, env.hostIds[from]!, {
+        step_type: 'connectivity-check',
+        step_id: `connectivity-check-${randomUUID()}`,
+        output: JSON.stringify({
+          remote_hosts: env.hostIds.flatMap((id, j) => (j === from ? [] : [{ host_id: id, l3_connectivity: [{ remote_ip_address: ip(j), successful: !cut.includes(j), average_rtt_ms: rtt + j / 100, packet_loss_percentage: loss }] }])),
+        }),
+      });
+    const pending = async () => Number((await db('refresh_requests').where({ cluster_id: env.clusterId }).count<Array<{ n: string }>>('* as n'))[0]!.n);
+    const stored = async () => JSON.parse(((await db('hosts').where({ id: env.hostIds[0] }).first('doc')) as { doc: { connectivity: string } }).doc.connectivity) as { remote_hosts: Array<{ l3_connectivity: Array<{ average_rtt_ms: number }> }> };
+    for (let i = 0; i < 3; i++) await connectivity(i, 0.4);
+    await refresh(env);
+    await db('refresh_requests').where({ cluster_id: env.clusterId }).delete();
+
+    // New latencies, the same hosts reached, all below every role's threshold: stored, no refresh asked for.
+    await connectivity(0, 0.9);
+    expect(await pending()).toBe(0);
+    expect((await stored()).remote_hosts[0]!.l3_connectivity[0]!.average_rtt_ms).toBe(0.91);
+    // Host 3 no longer reached: a refresh.
+    await connectivity(0, 0.9, [2]);
+    expect(await pending()).toBe(1);
+    await refresh(env);
+    await db('refresh_requests').where({ cluster_id: env.clusterId }).delete();
+    // Reached again; then above the master's 100 ms: the checks quote the figures, so each new figure asks for a refresh.
+    await connectivity(0, 0.5);
+    expect(await pending()).toBe(1);
+    await db('refresh_requests').where({ cluster_id: env.clusterId }).delete();
+    await connectivity(0, 150);
+    expect(await pending()).toBe(1);
+    await db('refresh_requests').where({ cluster_id: env.clusterId }).delete();
+    await connectivity(0, 160);
+    expect(await pending()).toBe(1);
+    // Loss above what the master tolerates (0 %) counts as well.
+    await connectivity(0, 0.5);
+    await db('refresh_requests').where({ cluster_id: env.clusterId }).delete();
+    await connectivity(0, 0.5, [], 2);
+    expect(await pending()).toBe(1);
+    // The digest is the service's bookkeeping: not part of the host as the API shows it.
+    const row = (await db('hosts').where({ id: env.hostIds[0] }).first()) as HostRow;
+    expect(typeof (row.doc as Record<string, unknown>).connectivity_facts).toBe('string');
+    expect(JSON.stringify(presentHost(row))).not.toContain('connectivity_facts');
   });
 });
 

@@ -28,8 +28,11 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): T {
   return o;
 }
 
+/** The doc field with the digest of what a refresh reads of the host's connectivity report (agent-service replyFacts). */
+export const CONNECTIVITY_FACTS_FIELD = 'connectivity_facts';
+
 /** Kept on the host for the service's own bookkeeping, never sent. */
-const INTERNAL_HOST_FIELDS = ['inventory_digest', 'day2_prepared'];
+const INTERNAL_HOST_FIELDS = ['inventory_digest', 'day2_prepared', CONNECTIVITY_FACTS_FIELD];
 
 /** The answer to an agent's registration: the host, and what the agent's step runner runs (assisted-service's shape). */
 export function presentRegistration(h: HostRow) {

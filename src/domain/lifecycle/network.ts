@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { ipInCidr } from '../input-rules';
 import { DEFAULT_REQUIREMENTS, type RoleRequirements } from './requirements';
-import type { ClusterFacts, HostFacts } from './facts';
+import type { ClusterFacts, ConnectivityReport, HostFacts } from './facts';
 
 /** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
 export function networkOf(cidrAddress: string): string {
@@ -200,4 +200,31 @@ export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements 
     } else out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
   }
   return out;
+}
+
+/**
+ * What a refresh reads of a connectivity report, as a digest: whom the host
+ * probed and reached at which addresses and, when any probe is above the
+ * lowest latency or loss a role tolerates, the whole report (the checks then
+ * quote the figures). A real agent's report differs every time (each ping's
+ * average moves) while, on a healthy network, all of that stays the same: a
+ * reply whose digest did not change is stored without asking for a refresh
+ * of its cluster, which would compute the same validations again.
+ */
+export function connectivityFactsDigest(report: ConnectivityReport, text: string, tolerated: { rttMs: number; lossPercent: number }): string {
+  const h = createHash('sha1');
+  const peers = (report.remote_hosts ?? []).map((r) => {
+    const reached = (r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address);
+    return `${r.host_id}=${[...new Set(reached)].sort().join(',')}`;
+  });
+  h.update(peers.sort().join(';'));
+  const quiet = (report.remote_hosts ?? []).every((r) => (r.l3_connectivity ?? []).every((l) => (l.average_rtt_ms ?? 0) <= tolerated.rttMs && (l.packet_loss_percentage ?? 0) <= tolerated.lossPercent));
+  if (!quiet) h.update('\u0000').update(text);
+  return h.digest('base64url');
+}
+
+/** The lowest latency and loss any role tolerates without a warning: below both, a probe's figures change no check. */
+export function quietProbe(requirements: Record<string, RoleRequirements>): { rttMs: number; lossPercent: number } {
+  const all = Object.values(requirements);
+  return { rttMs: Math.min(...all.map((r) => r.rttSoftMs)), lossPercent: Math.min(...all.map((r) => r.lossSoftPercent)) };
 }
