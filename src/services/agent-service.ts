@@ -434,10 +434,15 @@ export async function updateProgress(ctx: ServiceContext, p: Principal, infraEnv
     // A finished host answers its install step no more (it rebooted into the installed system): close it,
     // and, once installed, every other step still out (its discovery agent is gone); a failed host is still asked for logs.
     if (moved && (row.status === 'installed' || row.status === 'error')) await ctx.repos.steps.closeSent(key, row.status === 'installed' ? undefined : 'install', trx);
-    await ctx.repos.events.add(
-      { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
-      trx,
-    );
+    // The same stage with the same info again is an agent's retry of a report whose answer it lost (an outage
+    // mid-request): it refreshes the stage's timer above, and the history does not say it twice.
+    const repeated = sameStage && (progress.progress_info ?? '') === ((prev.progress_info as string | undefined) ?? '');
+    if (!repeated) {
+      await ctx.repos.events.add(
+        { name: 'host_install_progress_updated', hostId, infraEnvId, clusterId: host.cluster_id, props: { host_name: hostDisplayName(row), stage: progress.current_stage, progress_info: progress.progress_info ? ` (${progress.progress_info})` : '' }, requestId },
+        trx,
+      );
+    }
     return { pending: reportPending !== undefined };
   });
   if (change.pending) await deliverHostReport(ctx, key);

@@ -281,3 +281,24 @@ describe('every state-table rule is reached from production code', () => {
     expect((table as readonly (HostRule | ClusterRule)[]).filter((r) => !reached.has(r)).map(describeRule)).toEqual([]);
   });
 });
+
+describe('install progress reports', () => {
+  it('records an agent\'s retried report (same stage, same info) once, and the same stage with new info again', async () => {
+    const env = await readySno('retry', 14);
+    await toInstalling(env, 1);
+    const report = (stage: string, info?: string) => agents.updateProgress(ctx, agent(env.infraEnvId), env.infraEnvId, env.hostId, { current_stage: stage, ...(info ? { progress_info: info } : {}) });
+    const updatedAt = async () => ((await db('hosts').where({ id: env.hostId }).first('doc')) as { doc: { progress: { stage_updated_at: string } } }).doc.progress.stage_updated_at;
+    await report('Starting installation');
+    await report('Installing');
+    const first = await updatedAt();
+    await new Promise((r) => setTimeout(r, 5));
+    // Its answer lost in an outage, the agent sends the same report again: the stage's timer moves, the history does not.
+    await report('Installing');
+    expect(await updatedAt()).not.toBe(first);
+    await report('Writing image to disk', '30%');
+    await report('Writing image to disk', '30%');
+    await report('Writing image to disk', '60%');
+    const events = (await db('events').where({ host_id: env.hostId, name: 'host_install_progress_updated' }).orderBy('seq').select('props')) as Array<{ props: { stage: string; progress_info: string } }>;
+    expect(events.map((e) => `${e.props.stage}${e.props.progress_info}`)).toEqual(['Starting installation', 'Installing', 'Writing image to disk (30%)', 'Writing image to disk (60%)']);
+  });
+});
