@@ -14,7 +14,10 @@
  *
  * --connectivity also gives every host a full-mesh connectivity report, and
  * each round's reply is then a connectivity report with new latencies (the
- * reply real agents send most often; fleet-real's mix). With --clusters C,
+ * reply real agents send most often; fleet-real's mix). Such a reply, whose
+ * latencies moved but whose reach did not, no longer asks for a refresh by
+ * itself (connectivityFactsDigest): the bench asks for one after it, to
+ * measure what a refresh after a new report costs. With --clusters C,
  * each round has one reply in each of C clusters before the drain: C
  * refreshes pending at once, as under load, which a refresher batches.
  */
@@ -29,7 +32,7 @@ import type { Principal } from '../src/auth/principal';
 import * as agents from '../src/services/agent-service';
 import * as clusters from '../src/services/clusters-service';
 import * as infraEnvs from '../src/services/infra-envs-service';
-import { drainRefreshRequests } from '../src/services/refresh-queue';
+import { drainRefreshRequests, requestRefresh } from '../src/services/refresh-queue';
 import { REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../src/services/refresh-service';
 import { benchDatabase, fmtNum, numberFlag, postmasterPid, treeCpuSeconds, watchdog } from './support';
 import { inventoryFor } from './inventory';
@@ -69,7 +72,7 @@ async function main(): Promise<void> {
   const ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(path.join(dir, 'store')), temporal: noTemporal });
   const user: Principal = { kind: 'admin', user: 'root' };
   try {
-    const fleet: Array<{ infraEnvId: string; agent: Principal; ids: string[] }> = [];
+    const fleet: Array<{ clusterId: string; infraEnvId: string; agent: Principal; ids: string[] }> = [];
     for (let k = 0; k < clusterCount; k++) {
       const c = await clusters.createCluster(ctx, user, { name: `rc${k}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
       const ie = await infraEnvs.createInfraEnv(ctx, user, { name: `rc${k}-ie`, pull_secret: PULL_SECRET, cluster_id: c.id });
@@ -81,14 +84,17 @@ async function main(): Promise<void> {
         await agents.registerHost(ctx, agent, ie.id, { host_id: id });
         await agents.postStepReply(ctx, agent, ie.id, id, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512) });
       }
-      fleet.push({ infraEnvId: ie.id, agent, ids });
+      fleet.push({ clusterId: c.id, infraEnvId: ie.id, agent, ids });
     }
     const replyOne = (f: (typeof fleet)[number], i: number, round: number) =>
       withConnectivity
         ? agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'connectivity-check', step_id: `connectivity-check-${randomUUID()}`, output: connectivity(f.ids, i, round) })
         : agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512 + (round % 16)) });
     const reply = async (i: number, round: number) => {
-      for (const f of fleet) await replyOne(f, i, round);
+      for (const f of fleet) {
+        await replyOne(f, i, round);
+        if (withConnectivity) await requestRefresh(db, { clusterId: f.clusterId });
+      }
     };
     if (withConnectivity) for (let i = 0; i < hosts; i++) await reply(i, 0);
     await drainRefreshRequests(ctx);

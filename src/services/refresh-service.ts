@@ -15,7 +15,8 @@ import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDAT
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
-import { deriveMachineNetwork, hostNetworks, majorityGroupCached, reachDigest, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { majorityGroupKept, reachDigest } from './connectivity-facts';
 import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
@@ -169,7 +170,7 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
   const target = c.machineNetworks[0] ?? deriveMachineNetwork(c.hosts);
   // AS's connectivity_majority_groups: per network, the hosts that all reach each other (a JSON string).
   const groups: Record<string, string[]> = {};
-  for (const cidr of c.machineNetworks.length ? c.machineNetworks : target ? [target] : []) groups[cidr] = majorityGroupCached(c.hosts, cidr);
+  for (const cidr of c.machineNetworks.length ? c.machineNetworks : target ? [target] : []) groups[cidr] = majorityGroupKept(c.hosts, cidr);
   const groupsText = JSON.stringify(groups);
   if (groupsText !== (doc.connectivity_majority_groups ?? '{}')) patch.connectivity_majority_groups = groupsText;
   const vips = target ? vipSuggestions(free, target) : [];

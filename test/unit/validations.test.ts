@@ -1,7 +1,8 @@
 import { HOST_VALIDATIONS } from '../../src/domain/lifecycle/host-validations';
 import { CLUSTER_VALIDATIONS } from '../../src/domain/lifecycle/cluster-validations';
 import { DEFAULT_LIFECYCLE_SETTINGS } from '../../src/domain/lifecycle/requirements';
-import { deriveMachineNetwork, majorityGroup, majorityGroupCached, networkOf, suggestRoles, vipSuggestions } from '../../src/domain/lifecycle/network';
+import { deriveMachineNetwork, majorityGroup, networkOf, suggestRoles, vipSuggestions } from '../../src/domain/lifecycle/network';
+import { majorityGroupKept } from '../../src/services/connectivity-facts';
 import type { ClusterFacts, HostFacts } from '../../src/domain/lifecycle/facts';
 import { validationsInfo } from '../../src/domain/lifecycle/validation-types';
 
@@ -185,7 +186,7 @@ describe('network derivation', () => {
       const hs = ['h1', 'h2', 'h3', 'h4', 'h5'].map((id) => host(id, id === 'h5' ? { ip: ip5 } : {}));
       fullMesh(hs, cut);
       for (const h of hs) for (const r of h.connectivity!.remote_hosts) r.l3_connectivity![0]!.average_rtt_ms = rtt;
-      return majorityGroupCached(hs, '10.0.0.0/24');
+      return majorityGroupKept(hs, '10.0.0.0/24');
     };
     expect(round([], 0.4)).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
     expect(round([], 0.9)).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);

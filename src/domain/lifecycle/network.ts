@@ -3,10 +3,9 @@
  * reach whom (majority groups), free addresses as VIP suggestions, roles for
  * auto-assign hosts. Pure functions over facts.
  */
-import { createHash } from 'node:crypto';
 import { ipInCidr } from '../input-rules';
 import { DEFAULT_REQUIREMENTS, type RoleRequirements } from './requirements';
-import type { ClusterFacts, ConnectivityReport, HostFacts } from './facts';
+import type { ClusterFacts, HostFacts } from './facts';
 
 /** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
 export function networkOf(cidrAddress: string): string {
@@ -77,64 +76,30 @@ export function reaches(from: HostFacts, to: HostFacts, cidr: string): boolean {
 }
 
 /**
- * Whom a host reached at L3, at which addresses, as a digest: what a peer's
- * check reads of its connectivity report (majority group, who cannot reach
- * whom), and unlike latency and loss the same from one report to the next.
- * Once per parsed report.
- */
-const reachDigests = new WeakMap<object, string>();
-export function reachDigest(f: HostFacts): string {
-  if (!f.connectivity) return '';
-  let t = reachDigests.get(f.connectivity);
-  if (t === undefined) {
-    const pairs = [...reachedAddresses(f)].map(([peer, addresses]) => `${peer}=${[...addresses].sort().join(',')}`);
-    reachDigests.set(f.connectivity, (t = createHash('sha1').update(pairs.sort().join(';')).digest('base64url')));
-  }
-  return t;
-}
-
-/**
  * The largest set of hosts in `cidr` that all reach each other both ways
  * (greedy by reach count, fine for the tens to hundreds of hosts of a cluster).
  */
 const groupCache = new WeakMap<HostFacts[], Map<string, string[]>>();
 
-/**
- * Groups by what they are computed from, across host lists: every member's
- * id, its addresses in the network and whom it reached where (reachDigest).
- * A cluster's refresh builds a new host list each time, and each connectivity
- * report (new latencies every time) started the O(n²) pass again: 1.5 ms of a
- * 50-host refresh (bench/refresh-cost --connectivity) for a group that had
- * not changed. Bounded: the oldest inputs leave first.
- */
-const groupsByInputs = new Map<string, string[]>();
-const GROUPS_KEPT = 4_096;
-
-function groupInputs(hosts: HostFacts[], cidr: string): string {
-  const h = createHash('sha1').update(cidr);
-  for (const x of hosts) {
-    const addresses = hostAddressesIn(x, cidr);
-    if (addresses.length) h.update(`\u0000${x.id}\u0001${addresses.join(',')}\u0001${reachDigest(x)}`);
-  }
-  return h.digest('base64url');
-}
-
-/** majorityGroup, computed once per host list and network (every host's validation asks the same question), and once per inputs. */
+/** majorityGroup, computed once per host list and network (every host's validation asks the same question). */
 export function majorityGroupCached(hosts: HostFacts[], cidr: string): string[] {
   let perCidr = groupCache.get(hosts);
   if (!perCidr) groupCache.set(hosts, (perCidr = new Map()));
   let group = perCidr.get(cidr);
-  if (!group) {
-    const key = groupInputs(hosts, cidr);
-    group = groupsByInputs.get(key);
-    if (!group) {
-      group = majorityGroup(hosts, cidr);
-      groupsByInputs.set(key, group);
-      if (groupsByInputs.size > GROUPS_KEPT) groupsByInputs.delete(groupsByInputs.keys().next().value!);
-    }
-    perCidr.set(cidr, group);
-  }
+  if (!group) perCidr.set(cidr, (group = majorityGroup(hosts, cidr)));
   return group;
+}
+
+/**
+ * A group the caller already has for these hosts and network (computed for
+ * the same inputs before: src/services/connectivity-facts.ts): what
+ * majorityGroupCached answers for this host list from now on, without its
+ * O(n²) pass.
+ */
+export function knownMajorityGroup(hosts: HostFacts[], cidr: string, group: string[]): void {
+  let perCidr = groupCache.get(hosts);
+  if (!perCidr) groupCache.set(hosts, (perCidr = new Map()));
+  perCidr.set(cidr, group);
 }
 
 export function majorityGroup(hosts: HostFacts[], cidr: string): string[] {
@@ -200,27 +165,6 @@ export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements 
     } else out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
   }
   return out;
-}
-
-/**
- * What a refresh reads of a connectivity report, as a digest: whom the host
- * probed and reached at which addresses and, when any probe is above the
- * lowest latency or loss a role tolerates, the whole report (the checks then
- * quote the figures). A real agent's report differs every time (each ping's
- * average moves) while, on a healthy network, all of that stays the same: a
- * reply whose digest did not change is stored without asking for a refresh
- * of its cluster, which would compute the same validations again.
- */
-export function connectivityFactsDigest(report: ConnectivityReport, text: string, tolerated: { rttMs: number; lossPercent: number }): string {
-  const h = createHash('sha1');
-  const peers = (report.remote_hosts ?? []).map((r) => {
-    const reached = (r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address);
-    return `${r.host_id}=${[...new Set(reached)].sort().join(',')}`;
-  });
-  h.update(peers.sort().join(';'));
-  const quiet = (report.remote_hosts ?? []).every((r) => (r.l3_connectivity ?? []).every((l) => (l.average_rtt_ms ?? 0) <= tolerated.rttMs && (l.packet_loss_percentage ?? 0) <= tolerated.lossPercent));
-  if (!quiet) h.update('\u0000').update(text);
-  return h.digest('base64url');
 }
 
 /** The lowest latency and loss any role tolerates without a warning: below both, a probe's figures change no check. */
