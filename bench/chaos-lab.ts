@@ -360,7 +360,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         for (const h of c.hosts.filter((x) => x.status === 'error' && !retried.has(x.id))) {
           // The person's one retry; refused (409) while the install has not yet taken in the failure: tried again next round.
           const r = await api(stack.url, 'POST', `/infra-envs/${f.infraEnvId}/hosts/${h.id}/actions/retry-install`);
-          if (r.status !== 202) continue;
+          if (r.status !== 202) {
+            // The retry's answer may have been lost with its API process (api() then asks again and hears 409:
+            // the host is no longer in error). Only a retry moves a host out of error: the host says whether it was taken.
+            const now = (await clusterStatus(f)).hosts.find((x) => x.id === h.id);
+            if (!now || now.status === 'error') continue;
+            o.log(`${f.name}: host ${h.id}'s retry was answered ${r.status}, yet the host left error (${now.status}): the first answer was lost`);
+          }
           const allowed = f.single && kills.some((k) => k.component === 'agent' && k.target.startsWith(`fleet ${f.name} `));
           personActions.push({ cluster: f.name, host: h.id, action: 'retry-install', reason: h.status_info, allowed });
           o.log(`${f.name}: host ${h.id} in error (${h.status_info}); a person retried it (${allowed ? 'its agent was killed mid-write' : 'NOT expected'})`);

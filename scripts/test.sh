@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 mkdir -p test-artifacts
 start=$(date +%s)
 
+# Every temporary folder of this run (servers' data, ISOs, object stores, browsers' profiles: the tests' and their
+# children's, through TMPDIR) goes under one folder, removed when the run ends. The tests do not remove their own:
+# a run left 1-2 GB in /tmp, and a machine that ran the suite for days ran out of disk mid-run.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/landfall-test-run.XXXXXX")
+trap 'rm -rf "$run_tmp"' EXIT
+export TMPDIR="$run_tmp"
+
 echo "test: type check" >&2
 npx --no-install tsc -p tsconfig.json --noEmit
 npx --no-install tsc -p web/tsconfig.json --noEmit
