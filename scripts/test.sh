@@ -10,6 +10,8 @@ start=$(date +%s)
 # children's, through TMPDIR) goes under one folder, removed when the run ends. The tests do not remove their own:
 # a run left 1-2 GB in /tmp, and a machine that ran the suite for days ran out of disk mid-run.
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/landfall-test-run.XXXXXX")
+# Open to every user, as /tmp is: the embedded PostgreSQL runs as its own user inside it.
+chmod 1777 "$run_tmp"
 trap 'rm -rf "$run_tmp"' EXIT
 export TMPDIR="$run_tmp"
 
