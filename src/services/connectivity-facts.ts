@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ConnectivityReport, HostFacts } from '../domain/lifecycle/facts';
-import { hostAddressesIn, knownMajorityGroup, majorityGroupCached, reachedAddresses } from '../domain/lifecycle/network';
+import { hostAddressesIn, knownMajorityGroup, majorityGroupCached } from '../domain/lifecycle/network';
 
 const sha1 = () => createHash('sha1');
 
@@ -21,11 +21,16 @@ const reachDigests = new WeakMap<object, string>();
 export function reachDigest(f: HostFacts): string {
   if (!f.connectivity) return '';
   let t = reachDigests.get(f.connectivity);
-  if (t === undefined) {
-    const pairs = [...reachedAddresses(f)].map(([peer, addresses]) => `${peer}=${[...addresses].sort().join(',')}`);
-    reachDigests.set(f.connectivity, (t = sha1().update(pairs.sort().join(';')).digest('base64url')));
-  }
+  if (t === undefined) reachDigests.set(f.connectivity, (t = sha1().update(reachText(f.connectivity)).digest('base64url')));
   return t;
+}
+
+/** Every probed peer with the addresses it was reached at (successful L3 probes), sorted: the reach both digests cover. */
+function reachText(report: ConnectivityReport): string {
+  return (report.remote_hosts ?? [])
+    .map((r) => `${r.host_id}=${[...new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address))].sort().join(',')}`)
+    .sort()
+    .join(';');
 }
 
 /**
@@ -72,12 +77,7 @@ export function majorityGroupKept(hosts: HostFacts[], cidr: string): string[] {
  * a refresh of its cluster, which would compute the same validations again.
  */
 export function connectivityFactsDigest(report: ConnectivityReport, text: string, tolerated: { rttMs: number; lossPercent: number }): string {
-  const h = sha1();
-  const peers = (report.remote_hosts ?? []).map((r) => {
-    const reached = (r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address);
-    return `${r.host_id}=${[...new Set(reached)].sort().join(',')}`;
-  });
-  h.update(peers.sort().join(';'));
+  const h = sha1().update(reachText(report));
   const quiet = (report.remote_hosts ?? []).every((r) => (r.l3_connectivity ?? []).every((l) => (l.average_rtt_ms ?? 0) <= tolerated.rttMs && (l.packet_loss_percentage ?? 0) <= tolerated.lossPercent));
   if (!quiet) h.update('\u0000').update(text);
   return h.digest('base64url');
