@@ -60,8 +60,7 @@ export async function getInstallConfig(ctx: ServiceContext, p: Principal, id: st
 
 /** Overrides arrive as a JSON string holding a JSON object (the AS wire format). */
 export async function patchInstallConfig(ctx: ServiceContext, p: Principal, id: string, overrides: string, requestId?: string): Promise<void> {
-  const c = await loadCluster(ctx, p, id);
-  if (!(CLUSTER_EDITABLE as readonly string[]).includes(c.status)) throw conflict(`install-config cannot be changed in status ${c.status}`);
+  await loadCluster(ctx, p, id);
   let parsed: unknown;
   try {
     parsed = JSON.parse(overrides);
@@ -70,7 +69,11 @@ export async function patchInstallConfig(ctx: ServiceContext, p: Principal, id: 
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badRequest('install-config overrides must be a JSON object');
   if ('pullSecret' in (parsed as Json)) throw badRequest('install-config overrides cannot set pullSecret; set the cluster pull_secret instead');
+  // The doc is read and written under the row's lock: a copy read before it would undo what another writer set
+  // meanwhile (the install workflow's completion, a refresh's validations).
   await ctx.db.transaction(async (trx) => {
+    const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+    if (!(CLUSTER_EDITABLE as readonly string[]).includes(c.status)) throw conflict(`install-config cannot be changed in status ${c.status}`);
     await ctx.repos.clusters.update(id, { doc: { ...c.doc, install_config_overrides: overrides } }, trx);
     await ctx.repos.events.add({ name: 'cluster_install_config_updated', clusterId: id, requestId }, trx);
   });
@@ -185,10 +188,16 @@ export async function downloadClusterFile(ctx: ServiceContext, p: Principal, id:
 }
 
 export async function updateFinalizingProgress(ctx: ServiceContext, p: Principal, id: string, stage: string): Promise<void> {
-  const c = await loadCluster(ctx, p, id);
-  if (c.status !== 'finalizing') throw conflict(`finalizing progress is accepted only while the cluster is finalizing (it is ${c.status})`);
-  const progress = { ...((c.doc.progress as Json | undefined) ?? {}), finalizing_stage: stage, finalizing_stage_started_at: ctx.now().toISOString() };
-  await ctx.repos.clusters.update(id, { doc: { ...c.doc, progress } });
+  await loadCluster(ctx, p, id);
+  // Under the row's lock: the controller reports its last finalizing stage while the workflow completes the
+  // install, and a copy read before the completion wrote it back without install_completed_at (aicli's
+  // `wait cluster` then waited forever on an installed cluster).
+  await ctx.db.transaction(async (trx) => {
+    const c = (await ctx.repos.clusters.getForUpdate(id, trx))!;
+    if (c.status !== 'finalizing') throw conflict(`finalizing progress is accepted only while the cluster is finalizing (it is ${c.status})`);
+    const progress = { ...((c.doc.progress as Json | undefined) ?? {}), finalizing_stage: stage, finalizing_stage_started_at: ctx.now().toISOString() };
+    await ctx.repos.clusters.update(id, { doc: { ...c.doc, progress } }, trx);
+  });
 }
 
 export async function listMonitoredOperators(ctx: ServiceContext, p: Principal, id: string, name?: string): Promise<Json[]> {

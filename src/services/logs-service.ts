@@ -146,17 +146,25 @@ const LOGS_STATES = ['requested', 'collecting', 'completed', 'timeout', ''];
 
 export async function updateHostLogsProgress(ctx: ServiceContext, p: Principal, infraEnvId: string, hostId: string, logsState: string): Promise<void> {
   if (!LOGS_STATES.includes(logsState)) throw badRequest(`logs_state: must be one of ${LOGS_STATES.filter(Boolean).join(', ')} or ""`, { field: 'logs_state' });
-  const { host } = await loadHost(ctx, p, infraEnvId, hostId);
+  await loadHost(ctx, p, infraEnvId, hostId);
   const now = ctx.now().toISOString();
-  const doc = { ...host.doc, logs_info: logsState, ...(logsState === 'requested' ? { logs_started_at: now } : {}), ...(logsState === 'completed' ? { logs_collected_at: now } : {}) };
-  await ctx.repos.hosts.update({ infraEnvId, hostId }, { doc });
+  // Read and written under the row's lock: the agent's progress reports write the same doc meanwhile.
+  await ctx.db.transaction(async (trx) => {
+    const host = (await ctx.repos.hosts.getForUpdate({ infraEnvId, hostId }, trx))!;
+    const doc = { ...host.doc, logs_info: logsState, ...(logsState === 'requested' ? { logs_started_at: now } : {}), ...(logsState === 'completed' ? { logs_collected_at: now } : {}) };
+    await ctx.repos.hosts.update({ infraEnvId, hostId }, { doc }, trx);
+  });
 }
 
 export async function updateClusterLogsProgress(ctx: ServiceContext, p: Principal, clusterId: string, logsState: string): Promise<void> {
   if (!LOGS_STATES.includes(logsState)) throw badRequest(`logs_state: must be one of ${LOGS_STATES.filter(Boolean).join(', ')} or ""`, { field: 'logs_state' });
-  const c = await loadCluster(ctx, p, clusterId);
+  await loadCluster(ctx, p, clusterId);
   const now = ctx.now().toISOString();
-  await ctx.repos.clusters.update(clusterId, { doc: { ...c.doc, logs_info: logsState, ...(logsState === 'requested' ? { controller_logs_started_at: now } : {}), ...(logsState === 'completed' ? { controller_logs_collected_at: now } : {}) } });
+  // Under the row's lock, as every doc write: the install workflow writes the same doc meanwhile.
+  await ctx.db.transaction(async (trx) => {
+    const c = (await ctx.repos.clusters.getForUpdate(clusterId, trx))!;
+    await ctx.repos.clusters.update(clusterId, { doc: { ...c.doc, logs_info: logsState, ...(logsState === 'requested' ? { controller_logs_started_at: now } : {}), ...(logsState === 'completed' ? { controller_logs_collected_at: now } : {}) } }, trx);
+  });
 }
 
 /** Host statuses in which the service asks for the host's logs (reference §host steps). */
