@@ -112,6 +112,10 @@ export async function updateInfraEnv(ctx: ServiceContext, p: Principal, id: stri
   delete f.doc.expires_at;
   Object.assign(f.doc, await downloadUrlFields(ctx, id, f.doc));
   return ctx.db.transaction(async (trx) => {
+    // The new doc was built from a copy read without a lock (building it may read on other connections): an
+    // update that landed meanwhile moved the image version, and this one would undo it without a word.
+    const locked = await trx('infra_envs').where({ id }).forUpdate().first('doc');
+    if (Number((locked?.doc as Record<string, unknown> | undefined)?.image_version ?? 0) !== Number(f.doc.image_version) - 1) throw conflict(`infra-env ${id} was updated by another request meanwhile; read it again and retry`);
     const row = await ctx.repos.infraEnvs.update(id, { ...(f.name ? { name: f.name } : {}), ...(f.pull_secret ? { pull_secret: f.pull_secret } : {}), doc: f.doc }, trx);
     await ctx.repos.events.add({ name: 'infra_env_updated', infraEnvId: id, clusterId: row.cluster_id, props: { infra_env_name: row.name }, requestId }, trx);
     return row;

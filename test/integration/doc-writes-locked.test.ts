@@ -53,13 +53,13 @@ async function newCluster(name: string): Promise<{ clusterId: string; infraEnvId
   return { clusterId: c.id, infraEnvId: ie.id };
 }
 
-const docOf = async (table: 'clusters' | 'hosts', id: string) => ((await db(table).where({ id }).first('doc')) as { doc: Record<string, unknown> }).doc;
+const docOf = async (table: 'clusters' | 'hosts' | 'infra_envs', id: string) => ((await db(table).where({ id }).first('doc')) as { doc: Record<string, unknown> }).doc;
 
 /**
  * The other writer: holds the row's lock while `call` starts and reaches the lock (or, unlocked, reads and
  * then waits to write), then writes `patch` into the doc (and the status, if given) and commits.
  */
-async function racing<T>(table: 'clusters' | 'hosts', id: string, call: () => Promise<T>, patch: Record<string, unknown>, status?: string): Promise<PromiseSettledResult<T>> {
+async function racing<T>(table: 'clusters' | 'hosts' | 'infra_envs', id: string, call: () => Promise<T>, patch: Record<string, unknown>, status?: string): Promise<PromiseSettledResult<T>> {
   let settled!: Promise<PromiseSettledResult<T>>;
   await db.transaction(async (trx: Knex.Transaction) => {
     await trx(table).where({ id }).forUpdate().first('id');
@@ -115,5 +115,18 @@ describe('doc writes take the row lock', () => {
     const doc = await docOf('hosts', hostId);
     expect(doc.progress).toEqual(progress);
     expect(doc.logs_info).toBe('requested');
+  });
+
+  it('an infra-env update built from a copy another update changed meanwhile is refused, not written over it', async () => {
+    const { infraEnvId } = await newCluster('ie');
+    const before = await docOf('infra_envs', infraEnvId);
+    const version = Number(before.image_version ?? 0);
+    const r = await racing('infra_envs', infraEnvId, () => infraEnvs.updateInfraEnv(ctx, user, infraEnvId, { additional_ntp_sources: 'ntp.example.org' }), { image_version: version + 1, additional_ntp_sources: 'other.example.org' });
+    expect(r.status).toBe('rejected');
+    expect(((r as PromiseRejectedResult).reason as { status: number }).status).toBe(409);
+    expect(await docOf('infra_envs', infraEnvId)).toMatchObject({ image_version: version + 1, additional_ntp_sources: 'other.example.org' });
+    // Read again, the same update goes through.
+    await infraEnvs.updateInfraEnv(ctx, user, infraEnvId, { additional_ntp_sources: 'ntp.example.org' });
+    expect(await docOf('infra_envs', infraEnvId)).toMatchObject({ image_version: version + 2, additional_ntp_sources: 'ntp.example.org' });
   });
 });
