@@ -6,7 +6,8 @@
  * access depends on it (user tokens, cluster-scoped agent tokens), and never
  * loads the host row or the cluster.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { randomHex8 } from '../util/random-hex';
 import type { Knex } from 'knex';
 import { InventoryShapeError, normalizeInventory } from '../domain/inventory';
 import { nulProblem } from '../domain/input-rules';
@@ -125,7 +126,6 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   await checkInfraEnvAccess(ctx, p, infraEnvId);
   const key = { infraEnvId, hostId };
   const now = ctx.now().getTime();
-  const rand = () => randomBytes(4).toString('hex');
   // The repeating steps planned before the check-in, from the cluster view this process last saw for the
   // infra-env (poll-memo.ts): the check-in then decides which are due and records them in its own statement.
   const guess = agentVersion !== undefined ? await guessedPlan(ctx, infraEnvId, hostId, agentVersion, now) : undefined;
@@ -150,7 +150,7 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
-  const handOut = (s: PlannedStep) => instructions.push({ step_type: s.type, step_id: stepId(s.type, rand), args: s.args });
+  const handOut = (s: PlannedStep) => instructions.push({ step_type: s.type, step_id: stepId(s.type, randomHex8), args: s.args });
   if (held) {
     // The check-in recorded which repeating steps were due; a step that does not repeat always goes.
     for (const s of guess!.steps) if (!s.mark || held.sent[s.type]) handOut(s);
@@ -169,7 +169,7 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
     if (Object.keys(sent).length) await ctx.repos.hosts.recordStepSends(key, sent);
   }
   // A host in error or cancelled is asked for its logs once per failure or cancel.
-  if (LOGS_WANTED_STATUSES.includes(host.status)) instructions.push(...(await logsGatherSteps(ctx, key, (type) => stepId(type, rand))));
+  if (LOGS_WANTED_STATUSES.includes(host.status)) instructions.push(...(await logsGatherSteps(ctx, key, (type) => stepId(type, randomHex8))));
   // Most polls find the queue empty; checkIn said so without another round trip.
   const queued = host.stepsDue ? await ctx.repos.steps.takeDue(key, RESEND_AFTER_MS) : [];
   for (const s of queued) instructions.push({ step_type: s.step_type, step_id: s.step_id, args: s.args });
