@@ -21,7 +21,6 @@ import type { ServiceContext } from './context';
 import { clusterComponentsReported, hostInstallReported, type HostReport } from '../../workflows/install-cluster.messages';
 import { day2HostReported } from '../../workflows/install-day2-host.messages';
 import { workflowIds } from '../temporal/names';
-import { withCallDeadline } from '../temporal/client';
 import type { HostRow } from '../db/rows';
 import { day2WorkflowId, isDay2Host } from './day2-service';
 
@@ -88,7 +87,7 @@ export async function deliverHostReport(ctx: ServiceContext, key: HostKey): Prom
     if (!pending) return;
     try {
       const handle = ctx.temporal.workflow.getHandle(pending.workflowId);
-      await withCallDeadline(ctx.temporal, Date.now() + SIGNAL_DEADLINE_MS, () => (pending.signal === 'day2HostReported' ? handle.signal(day2HostReported, pending.report) : handle.signal(hostInstallReported, pending.report)));
+      await ctx.temporal.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => (pending.signal === 'day2HostReported' ? handle.signal(day2HostReported, pending.report) : handle.signal(hostInstallReported, pending.report)));
     } catch (err) {
       if (!notRunning(err)) throw err;
     }
@@ -111,7 +110,7 @@ export async function deliverComponents(ctx: ServiceContext, clusterId: string):
     if (!pending) return;
     try {
       const handle = ctx.temporal.workflow.getHandle(pending.workflowId);
-      await withCallDeadline(ctx.temporal, Date.now() + SIGNAL_DEADLINE_MS, () => handle.signal(clusterComponentsReported, { available: pending.available, ...(pending.detail !== undefined ? { detail: pending.detail } : {}) }));
+      await ctx.temporal.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => handle.signal(clusterComponentsReported, { available: pending.available, ...(pending.detail !== undefined ? { detail: pending.detail } : {}) }));
     } catch (err) {
       if (!notRunning(err)) throw err;
     }

@@ -53,31 +53,7 @@ export async function closeTemporalClient(client: Client): Promise<void> {
 
 /** Asks the frontend about our namespace, within a deadline. */
 export async function pingTemporal(client: Client, namespace: string, timeoutMs: number): Promise<void> {
-  await withCallDeadline(client, Date.now() + timeoutMs, () => client.connection.workflowService.describeNamespace({ namespace }));
-}
-
-const deadlineCalls = new WeakMap<object, number>();
-
-/**
- * `client.withDeadline`, which leaves no async hook behind. The connection
- * passes the deadline to its calls in an AsyncLocalStorage, and on Node 20
- * the first `run()` installs a promise hook that stays for the life of the
- * process: every promise of every request then pays for it (a promise-heavy
- * loop ran 2.2× slower with one enabled; the API's profile showed the hook's
- * frames on every poll once a /readyz had pinged Temporal). The calls read
- * the deadline when they start, so once none is in flight the storage is
- * switched off, and the next call switches it on again.
- */
-export async function withCallDeadline<T>(client: Pick<Client, 'withDeadline'> & { connection?: unknown }, deadline: number, fn: () => Promise<T>): Promise<T> {
-  const conn = client.connection as { callContextStorage?: { disable(): void } } | undefined;
-  const storage = conn?.callContextStorage;
-  if (!conn || !storage) return client.withDeadline(deadline, fn);
-  deadlineCalls.set(conn, (deadlineCalls.get(conn) ?? 0) + 1);
-  try {
-    return await client.withDeadline(deadline, fn);
-  } finally {
-    const left = deadlineCalls.get(conn)! - 1;
-    deadlineCalls.set(conn, left);
-    if (left === 0) storage.disable();
-  }
+  await client.connection.withDeadline(Date.now() + timeoutMs, () =>
+    client.connection.workflowService.describeNamespace({ namespace }),
+  );
 }
