@@ -64,13 +64,25 @@ async function racing<T>(table: 'clusters' | 'hosts' | 'infra_envs', id: string,
   await db.transaction(async (trx: Knex.Transaction) => {
     await trx(table).where({ id }).forUpdate().first('id');
     settled = Promise.allSettled([call()]).then((r) => r[0]);
-    // Long enough for the call's own reads; it then waits on this lock (or finishes, if it takes none).
-    await new Promise((r) => setTimeout(r, 300));
+    // Until the call waits on this lock: it has made its reads by then, locked or not (a fixed pause was a race on a
+    // loaded machine). Every version of these calls, right or wrong, ends up waiting here to write.
+    await untilWaitingOnLock(settled);
     await trx(table)
       .where({ id })
       .update({ doc: trx.raw('doc || ?::jsonb', [JSON.stringify(patch)]), ...(status ? { status } : {}) });
   });
   return settled;
+}
+
+async function untilWaitingOnLock(settled: Promise<unknown>): Promise<void> {
+  let done = false;
+  void settled.then(() => (done = true));
+  for (const until = Date.now() + 10_000; Date.now() < until && !done; ) {
+    const rows = (await db.raw('select count(*)::int as n from pg_locks where not granted')).rows as Array<{ n: number }>;
+    if (rows[0]!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(done ? 'the call ended without waiting on the row lock' : 'the call did not reach the row lock within 10 s');
 }
 
 describe('doc writes take the row lock', () => {
