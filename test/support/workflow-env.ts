@@ -28,6 +28,21 @@ export function testServerPath(): string {
   return bin;
 }
 
+/**
+ * The SDK gives the test server a fixed 5 s to accept connections, with no option to wait longer. On a machine
+ * busy with the rest of the suite it once took longer (a CI run on a fresh clone: "ephemeral server … did not
+ * start within 5s", every test of the file failed). A start that timed out is tried again; any other error is not.
+ */
+async function createTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServerPath() } } });
+    } catch (err) {
+      if (attempt >= 3 || !/did not start within/.test(String((err as Error)?.message))) throw err;
+    }
+  }
+}
+
 export async function startTimeSkipping(): Promise<{ env: TestWorkflowEnvironment; bundle: WorkflowBundleWithSourceMap }> {
   try {
     // Core's warnings about this server's missing capabilities (heartbeat details on failure) are expected.
@@ -36,7 +51,7 @@ export async function startTimeSkipping(): Promise<{ env: TestWorkflowEnvironmen
     // Another test file in this jest process installed it first.
   }
   const [env, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServerPath() } } }),
+    createTimeSkippingServer(),
     bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') }),
   ]);
   // The workflow keeps InstallStatus up to date; the server accepts only attributes it knows.
