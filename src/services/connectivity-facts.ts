@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ConnectivityReport, HostFacts } from '../domain/lifecycle/facts';
-import { hostAddressesIn, knownMajorityGroup, majorityGroupCached } from '../domain/lifecycle/network';
+import { hostAddressesIn, knownMajorityGroup, majorityGroupCached, reportReach } from '../domain/lifecycle/network';
 
 const sha1 = () => createHash('sha1');
 
@@ -25,10 +25,10 @@ export function reachDigest(f: HostFacts): string {
   return t;
 }
 
-/** Every probed peer with the addresses it was reached at (successful L3 probes), sorted: the reach both digests cover. */
+/** Every probed peer with the addresses it was reached at, sorted: the reach both digests cover, as the checks read it (reportReach). */
 function reachText(report: ConnectivityReport): string {
-  return (report.remote_hosts ?? [])
-    .map((r) => `${r.host_id}=${[...new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address))].sort().join(',')}`)
+  return [...reportReach(report)]
+    .map(([peer, addresses]) => `${peer}=${[...addresses].sort().join(',')}`)
     .sort()
     .join(';');
 }

@@ -5,7 +5,7 @@
  */
 import { ipInCidr } from '../input-rules';
 import { DEFAULT_REQUIREMENTS, type RoleRequirements } from './requirements';
-import type { ClusterFacts, HostFacts } from './facts';
+import type { ClusterFacts, ConnectivityReport, HostFacts } from './facts';
 
 /** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
 export function networkOf(cidrAddress: string): string {
@@ -50,12 +50,16 @@ const NOTHING_REACHED = new Map<string, Set<string>>();
 
 /** Per reporting host: peer id → the peer addresses it reached at L3. */
 export function reachedAddresses(from: HostFacts): Map<string, Set<string>> {
-  if (!from.connectivity) return NOTHING_REACHED;
-  let m = reachCache.get(from.connectivity);
+  return from.connectivity ? reportReach(from.connectivity) : NOTHING_REACHED;
+}
+
+/** reachedAddresses of one connectivity report, memoised per parsed report. */
+export function reportReach(report: ConnectivityReport): Map<string, Set<string>> {
+  let m = reachCache.get(report);
   if (!m) {
     m = new Map();
-    for (const r of from.connectivity.remote_hosts ?? []) m.set(r.host_id, new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address)));
-    reachCache.set(from.connectivity, m);
+    for (const r of report.remote_hosts ?? []) m.set(r.host_id, new Set((r.l3_connectivity ?? []).filter((l) => l.successful).map((l) => l.remote_ip_address)));
+    reachCache.set(report, m);
   }
   return m;
 }
