@@ -60,6 +60,11 @@ export function backoffMs(attempt: number, baseMs = 1000, capMs = 60000, random 
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 
+/** Retry-After in seconds (the only form the service sends), capped at 2 minutes; 0 when absent or another form. */
+export function retryAfterMsOf(header: string | null): number {
+  return header && /^[0-9]{1,6}$/.test(header) ? Math.min(Number(header), 120) * 1000 : 0;
+}
+
 /** Told of every HTTP answer (each attempt), with the time it took: how the fleet benches see per-request latency. */
 export type RequestObserver = (a: { method: string; path: string; status: number; ms: number }) => void;
 
@@ -73,8 +78,11 @@ export class ServiceClient {
 
   async request(method: string, path: string, body?: unknown, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<HttpAnswer> {
     let lastErr: unknown;
+    let retryAfterMs = 0;
     for (let attempt = 0; attempt <= this.retries; attempt++) {
-      if (attempt > 0) await sleep(backoffMs(attempt, 500, 10000), signal);
+      // A service at capacity says when to come back (Retry-After); sooner would only be turned away again.
+      if (attempt > 0) await sleep(Math.max(backoffMs(attempt, 500, 10000), retryAfterMs), signal);
+      retryAfterMs = 0;
       try {
         const started = this.observe ? performance.now() : 0;
         const res = await fetch(`${this.cfg.serviceUrl}${BASE}${path}`, {
@@ -94,6 +102,7 @@ export class ServiceClient {
         this.observe?.({ method, path, status: res.status, ms: performance.now() - started });
         if (res.status >= 500 && attempt < this.retries) {
           lastErr = new Error(`HTTP ${res.status}`);
+          retryAfterMs = retryAfterMsOf(res.headers.get('retry-after'));
           continue;
         }
         return { status: res.status, text, json: <T>() => JSON.parse(text) as T };

@@ -379,7 +379,7 @@ async function main(): Promise<void> {
       out(`    ${c.type.padEnd(30)} ${fmtNum(c.handedOut).padStart(9)}   ${fmtNum(c.perPoll, 3)}/poll   expected ${c.expectedPerPoll === undefined ? '—' : fmtNum(c.expectedPerPoll, 3)}   ${c.within10 === undefined ? '' : `${c.deviation === undefined ? '(not asked of this agent)' : `${c.deviation >= 0 ? '+' : ''}${fmtNum(c.deviation * 100, 1)} %`} → ${c.within10 ? 'MET' : 'MISSED'}${c.windowCovers ? '' : ' (window < 3 intervals: not a verdict)'}`}`);
     }
     const perRequest = (n: number) => fmtNum(n / Math.max(1, polls + replies), 2);
-    out(`  database    per request (poll or reply): ${perRequest(db.transactions)} transactions, ${perRequest(db.hostRowWrites)} host row writes (${fmtNum((100 * db.hostHotWrites) / Math.max(1, db.hostRowWrites), 0)} % HOT: no index entry); per second: ${fmtNum(db.factChanges / secs, 1)} fact writes (facts_version), ${fmtNum(db.refreshRequests / secs, 1)} refresh requests, ${fmtNum(db.refreshesClaimed / secs, 1)} claimed`);
+    out(`  database    per request (poll or reply): ${perRequest(db.transactions)} transactions, ${perRequest(db.hostRowWrites)} host row writes (${fmtNum((100 * db.hostHotWrites) / Math.max(1, db.hostRowWrites), 0)} % HOT: no index entry); per second: ${fmtNum(db.factChanges / secs, 1)} fact writes (facts_version), ${fmtNum(db.refreshRequests / secs, 1)} refresh requests, ${fmtNum(db.refreshesClaimed / secs, 1)} claimed; in the window ${fmtNum(db.hostStatusChanges)} host status changes, ${fmtNum(db.disconnections)} to disconnected`);
     out(`  CPU (cores) ${Object.entries(cpu.cores).map(([k, v]) => `${k} ${fmtNum(v, 3)}`).join('   ')}   other processes ${fmtNum(cpu.other, 2)}`);
     out(`  per 1,000 hosts (cores) ${Object.entries(per1000).map(([k, v]) => `${k} ${fmtNum(v, 4)}`).join('   ')}`);
     out(`  service stack (all but the fleet): ${fmtNum(stackCores, 3)} cores = ${fmtNum(msPerHostMinute, 2)} ms of CPU per host per minute (budget ${BUDGET_MS_PER_HOST_MINUTE}) → 100,000 hosts ≈ ${fmtNum(at100k, 2)} cores of 2 (${at100k <= 2 ? 'within' : `misses by ${fmtNum(at100k / 2, 1)}x`})`);
@@ -426,21 +426,24 @@ async function main(): Promise<void> {
  * stored fact bumps facts_version), refresh requests queued and claimed.
  */
 async function dbWork(url: string) {
-  const [r] = await pgQuery<{ transactions: string; host_row_writes: string; host_hot_writes: string; fact_changes: string; refresh_requests: string; refreshes_claimed: string }>(
+  const [r] = await pgQuery<{ transactions: string; host_row_writes: string; host_hot_writes: string; fact_changes: string; refresh_requests: string; refreshes_claimed: string; status_changes: string; disconnections: string }>(
     url,
     `select (select xact_commit from pg_stat_database where datname = current_database()) as transactions,
             (select n_tup_upd from pg_stat_user_tables where relname = 'hosts') as host_row_writes,
             (select n_tup_hot_upd from pg_stat_user_tables where relname = 'hosts') as host_hot_writes,
             (select coalesce(sum(facts_version), 0) from hosts) as fact_changes,
             (select n_tup_ins from pg_stat_user_tables where relname = 'refresh_requests') as refresh_requests,
-            (select n_tup_del from pg_stat_user_tables where relname = 'refresh_requests') as refreshes_claimed`,
+            (select n_tup_del from pg_stat_user_tables where relname = 'refresh_requests') as refreshes_claimed,
+            -- A fleet that flaps (known → disconnected → known) shows here: each change is a refresh's write.
+            (select count(*) from events where name = 'host_status_updated') as status_changes,
+            (select count(*) from events where name = 'host_status_updated' and props->>'new_status' = 'disconnected') as disconnections`,
   );
-  return Object.fromEntries(Object.entries(r!).map(([k, v]) => [k, Number(v)])) as Record<'transactions' | 'host_row_writes' | 'host_hot_writes' | 'fact_changes' | 'refresh_requests' | 'refreshes_claimed', number>;
+  return Object.fromEntries(Object.entries(r!).map(([k, v]) => [k, Number(v)])) as Record<'transactions' | 'host_row_writes' | 'host_hot_writes' | 'fact_changes' | 'refresh_requests' | 'refreshes_claimed' | 'status_changes' | 'disconnections', number>;
 }
 
 function diffDbWork(a: Awaited<ReturnType<typeof dbWork>>, b: Awaited<ReturnType<typeof dbWork>>) {
   // Statistics reach pg_stat_* within about a second of a commit: close enough for a window of minutes.
-  return { transactions: b.transactions - a.transactions, hostRowWrites: b.host_row_writes - a.host_row_writes, hostHotWrites: b.host_hot_writes - a.host_hot_writes, factChanges: b.fact_changes - a.fact_changes, refreshRequests: b.refresh_requests - a.refresh_requests, refreshesClaimed: b.refreshes_claimed - a.refreshes_claimed };
+  return { transactions: b.transactions - a.transactions, hostRowWrites: b.host_row_writes - a.host_row_writes, hostHotWrites: b.host_hot_writes - a.host_hot_writes, factChanges: b.fact_changes - a.fact_changes, refreshRequests: b.refresh_requests - a.refresh_requests, refreshesClaimed: b.refreshes_claimed - a.refreshes_claimed, hostStatusChanges: b.status_changes - a.status_changes, disconnections: b.disconnections - a.disconnections };
 }
 
 /** With the whole fleet in this process (--hosts-per-process 0), thousands of agents: give the heap room (a host's agent, executor and caches take ~160 KB). */

@@ -43,6 +43,10 @@ export const ENV_SCHEMA = z.object({
   API_PROCESS_ROLE: z.enum(['serve', 'refresh']).optional(),
   // The agent's poll and step reply answered ahead of Express (src/api/agent-fast-path.ts); same answers, less CPU.
   API_AGENT_FAST_PATH: z.enum(['true', 'false']).default('true'),
+  // Past these, an API process turns agents' requests away with 503 + Retry-After (src/api/admission.ts); 0: no limit.
+  // Agent requests in flight in the process (replies and registrations at half), and the wait of its oldest poll.
+  API_AGENT_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100000).default(1000),
+  API_AGENT_MAX_POLL_WAIT_MS: z.coerce.number().int().min(0).max(600000).default(2000),
   SERVICE_BASE_URL: httpUrl.optional(),
   DATABASE_URL: optionalString.pipe(
     z
@@ -148,7 +152,7 @@ export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
-  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; role: 'serve' | 'refresh' };
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number }; role: 'serve' | 'refresh' };
   database: { url: string | undefined; poolMax: number; embeddedPort: number };
   temporal: {
     address: string;
@@ -255,6 +259,7 @@ export function parseConfig(
       processes: e.API_PROCESSES ?? availableParallelism(),
       role: e.API_PROCESS_ROLE ?? 'serve',
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
+      admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS },
     },
     database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
     temporal: {
@@ -321,6 +326,8 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     // Each worker's own: never handed on (the primary sets it per fork).
     API_PROCESS_ROLE: undefined,
     API_AGENT_FAST_PATH: String(c.api.agentFastPath),
+    API_AGENT_MAX_IN_FLIGHT: String(c.api.admission.maxInFlight),
+    API_AGENT_MAX_POLL_WAIT_MS: String(c.api.admission.maxPollWaitMs),
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,
     DATABASE_POOL_MAX: String(c.database.poolMax),

@@ -11,6 +11,7 @@ import { createObjectStore } from '../storage';
 import { closeTemporalClient, createTemporalClient, pingTemporal } from '../temporal/client';
 import { createApp } from './app';
 import { agentFastPath } from './agent-fast-path';
+import { agentAdmission, ADMISSION_RETRY_AFTER_S } from './admission';
 import { loadOpenApiDocument } from './openapi/spec';
 import { startRefresher } from '../services/refresh-queue';
 import { OCCASIONAL_REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../services/refresh-service';
@@ -56,7 +57,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     ],
   });
   // The agent's poll and reply are answered ahead of Express when they are well-formed; everything else is Express's.
-  const handler = cfg.api.agentFastPath
+  const served = cfg.api.agentFastPath
     ? agentFastPath(
         {
           logger,
@@ -72,6 +73,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         app,
       )
     : app;
+  // Ahead of both: past its capacity the process turns agents away at once rather than queueing them (admission.ts).
+  const handler = agentAdmission({ logger, db, settings: { ...cfg.api.admission, retryAfterSeconds: ADMISSION_RETRY_AFTER_S }, metricsRegistry: metrics.registry }, served);
   if (isApiWorker()) joinApiCluster(metrics.registry, logger);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer((req, res) => {

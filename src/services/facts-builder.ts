@@ -1,4 +1,5 @@
 /** Rows → facts for the pure lifecycle code. The only place that parses stored agent reports. */
+import { excusedSilenceMs, type ShedEpisode } from '../domain/lifecycle/silence';
 import { createHash } from 'node:crypto';
 import type { Inventory } from '../../agent/types';
 import type { ClusterRow, HostRow } from '../db/rows';
@@ -78,8 +79,12 @@ export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: s
   return Array.isArray(v) ? v : [];
 }
 
-/** A host's facts; with `memo`, its reports are the memo's (keepReports), not the row's. */
-export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFacts {
+/**
+ * A host's facts; with `memo`, its reports are the memo's (keepReports), not
+ * the row's. `shedding`: the service's latest episode of turning agents away,
+ * whose share of the host's silence is not the host's (silence.ts).
+ */
+export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding?: ShedEpisode): HostFacts {
   const d = h.doc as Json;
   const inventory = report<Inventory>(h, 'inventory', memo);
   const disks = report<{ io_sync_duration?: number }>(h, 'disks_info', memo);
@@ -100,6 +105,7 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo): HostFac
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,
     sinceCheckInMs: checkedIn === undefined ? undefined : Math.max(0, nowMs - checkedIn),
+    excusedSilenceMs: checkedIn === undefined ? 0 : excusedSilenceMs(checkedIn, nowMs, shedding),
     // The agent's clock at its last poll, against the service's clock at the same moment.
     agentTimestampS: h.agent_timestamp !== null ? Number(h.agent_timestamp) : undefined,
     serviceTimestampS: checkedIn === undefined ? undefined : Math.floor(checkedIn / 1000),

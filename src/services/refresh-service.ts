@@ -23,6 +23,8 @@ import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, freeAddresses, hostFacts, keepReports, rememberReport, type ReportMemo } from './facts-builder';
 import { HOST_LIGHT_COLUMNS } from '../db/hosts-repo';
+import { latestShedEpisode } from '../db/service-pressure-repo';
+import { isConnected, type ShedEpisode } from '../domain/lifecycle/silence';
 import { PREPARED } from '../db/database';
 import { applyClusterEvent, applyHostRefresh } from './status-writer';
 import { requestRefresh } from './refresh-queue';
@@ -193,9 +195,9 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
  * A check that starts reading something else of a peer must be added here.
  */
 function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): string {
-  const connected = f.sinceCheckInMs !== undefined && f.sinceCheckInMs <= settings.disconnectTimeoutMs;
-  // Disconnected, its message counts the seconds since its last poll.
-  const silence = connected ? 'c' : String(f.sinceCheckInMs === undefined ? 'never' : Math.round(f.sinceCheckInMs / 1000));
+  const connected = isConnected(f, settings.disconnectTimeoutMs);
+  // Disconnected, its message counts the seconds since its last poll (and those excused).
+  const silence = connected ? 'c' : f.sinceCheckInMs === undefined ? 'never' : `${Math.round(f.sinceCheckInMs / 1000)}/${Math.round((f.excusedSilenceMs ?? 0) / 1000)}`;
   const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? '' : String(f.agentTimestampS - f.serviceTimestampS);
   return JSON.stringify([String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock]);
 }
@@ -378,7 +380,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
  * saves (bench/refresh-cost: the statements, not the computing, were most of
  * a refresh's cost).
  */
-async function readClusters(ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[] }>> {
+async function readClusters(ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
   let clusters: ClusterRow[];
   if (ids.length === 1) {
     const one = await ctx.repos.clusters.getForRefresh(ids[0]!, trx);
@@ -389,7 +391,8 @@ async function readClusters(ctx: ServiceContext, trx: Knex.Transaction, ids: str
   }
   if (!clusters.length) return [];
   const hosts = await clusterHosts(trx, clusters.map((c) => c.id));
-  return clusters.map((cluster) => ({ cluster, hosts: hosts.get(cluster.id) ?? [] }));
+  const shedding = await latestShedEpisode(trx);
+  return clusters.map((cluster) => ({ cluster, hosts: hosts.get(cluster.id) ?? [], shedding }));
 }
 
 /**
@@ -411,7 +414,7 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
   const [read] = await readClusters(ctx, trx, [clusterId]);
-  return read ? refreshRead(ctx, trx, read.cluster, read.hosts, requestId) : undefined;
+  return read ? refreshRead(ctx, trx, read.cluster, read.hosts, read.shedding, requestId) : undefined;
 }
 
 /**
@@ -420,17 +423,17 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
  */
 export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
   const reads = await readClusters(ctx, trx, clusterIds);
-  for (const r of reads) await refreshRead(ctx, trx, r.cluster, r.hosts);
+  for (const r of reads) await refreshRead(ctx, trx, r.cluster, r.hosts, r.shedding);
   return reads.length;
 }
 
-async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedCluster: ClusterRow, read: ReadHost[], requestId?: string): Promise<ClusterRow> {
+async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedCluster: ClusterRow, read: ReadHost[], shedding: ShedEpisode | undefined, requestId?: string): Promise<ClusterRow> {
   const settings = lifecycleSettings(ctx);
   let cluster = lockedCluster;
   const clusterId = cluster.id;
   const rows = read.map((r) => r.row);
   const now = ctx.now().getTime();
-  const hostList = read.map((r) => hostFacts(r.row, now, r.entry.memo));
+  const hostList = read.map((r) => hostFacts(r.row, now, r.entry.memo, shedding));
   const stamp = stepViewStamp(cluster, hostList);
   if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const facts = clusterFacts(cluster, hostList, ctx.releases);
@@ -483,7 +486,7 @@ async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedClu
 
 /** A host without a cluster is validated alone (no network or role context). */
 export async function refreshUnboundHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, requestId?: string): Promise<HostRow> {
-  const facts = hostFacts(row, ctx.now().getTime());
+  const facts = hostFacts(row, ctx.now().getTime(), undefined, await latestShedEpisode(trx));
   const written = await applyHost(ctx, trx, row, facts, undefined, lifecycleSettings(ctx), requestId);
   if (!written) await requestRefresh(trx, { infraEnvId: row.infra_env_id, hostId: row.id });
   return written ?? row;

@@ -1,7 +1,10 @@
 import { runStep, STEP_TIMEOUT_MS, type StepContext } from '../../agent/steps';
 import { SimulatedExecutor, SimulatedNetwork, simulatedIdentity } from '../../agent/executors/simulated';
 import { loadProfile, expandMix, listProfiles } from '../../agent/profiles';
-import { backoffMs } from '../../agent/service-client';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import { backoffMs, retryAfterMsOf, ServiceClient } from '../../agent/service-client';
 
 const ctxFor = (profile = 'control-plane'): StepContext & { executor: SimulatedExecutor } => {
   const id = simulatedIdentity('seed', 0);
@@ -72,5 +75,35 @@ describe('simulated profiles', () => {
   it('backs off with full jitter under a cap', () => {
     expect(backoffMs(3, 1000, 60000, () => 0.999)).toBe(7992);
     expect(backoffMs(20, 1000, 60000, () => 0.5)).toBe(30000);
+  });
+
+  it('reads Retry-After in seconds, capped, and nothing else', () => {
+    expect(retryAfterMsOf('7')).toBe(7000);
+    expect(retryAfterMsOf('9999')).toBe(120_000);
+    expect(retryAfterMsOf(null)).toBe(0);
+    expect(retryAfterMsOf('Wed, 21 Oct 2026 07:28:00 GMT')).toBe(0);
+    expect(retryAfterMsOf('-1')).toBe(0);
+  });
+
+  it('waits the Retry-After of a service at capacity before it tries again', async () => {
+    const seen: number[] = [];
+    const server = createServer((req, res) => {
+      seen.push(Date.now());
+      if (seen.length === 1) {
+        res.writeHead(503, { 'Retry-After': '2', 'content-type': 'application/json' });
+        res.end('{"kind":"Error","code":"503","reason":"at capacity"}');
+      } else res.end('{}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const cfg = { serviceUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, infraEnvId: 'x', agentToken: '', agentVersion: 't' };
+      const answer = await new ServiceClient(cfg, new Agent(), 1).request('GET', '/x');
+      expect(answer.status).toBe(200);
+      expect(seen).toHaveLength(2);
+      // Its own backoff for a first retry is at most 1 s: the wait is the service's.
+      expect(seen[1]! - seen[0]!).toBeGreaterThanOrEqual(1950);
+    } finally {
+      server.close();
+    }
   });
 });

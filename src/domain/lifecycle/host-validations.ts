@@ -6,6 +6,7 @@
 import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
 import { CLUSTER_NODE_STATUSES, effectiveRole, type ClusterFacts, type HostFacts, type L3Result } from './facts';
 import { hostAddressesIn, hostNetworks, majorityGroupCached, reaches } from './network';
+import { isConnected } from './silence';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec } from './validation-types';
 
@@ -60,9 +61,9 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     category: 'network',
     description: 'The agent polled within the disconnect timeout.',
     check: (h, ctx) =>
-      h.sinceCheckInMs !== undefined && h.sinceCheckInMs <= ctx.settings.disconnectTimeoutMs
+      isConnected(h, ctx.settings.disconnectTimeoutMs)
         ? ok('Host is connected')
-        : fail(`Host is disconnected: no poll for ${h.sinceCheckInMs === undefined ? 'ever' : `${Math.round(h.sinceCheckInMs / 1000)} s`}`, {
+        : fail(`Host is disconnected: no poll for ${h.sinceCheckInMs === undefined ? 'ever' : `${Math.round(h.sinceCheckInMs / 1000)} s${h.excusedSilenceMs ? ` (${Math.round(h.excusedSilenceMs / 1000)} s of it while the service turned agents away, not counted)` : ''}`}`, {
             cause: 'agent-not-polling',
             hint: `check that ${name(h)} is powered on, still booted from the discovery image, and can reach the service (its agent writes a diagnosis to the console)`,
           }),

@@ -1,0 +1,209 @@
+/**
+ * Admission (src/api/admission.ts) and the disconnect rule it feeds
+ * (src/domain/lifecycle/silence.ts), on a real PostgreSQL:
+ * - past its limits a process turns agents' requests away at once with 503,
+ *   Retry-After and the API's error body; replies and registrations at half
+ *   the limits, polls at the full ones; operators' requests never;
+ * - a refused poll is recorded as the service's pressure, and a host whose
+ *   silence falls in that episode is not marked disconnected by the monitor
+ *   or its refresh; without the episode the same host is.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { createDb, type Db } from '../../src/db/database';
+import { agentAdmission, agentOperation } from '../../src/api/admission';
+import { latestShedEpisode } from '../../src/db/service-pressure-repo';
+import { createLogger } from '../../src/logger';
+import { createHostMonitorActivities } from '../../activities/host-monitor';
+import { refreshCluster } from '../../src/services/refresh-service';
+import * as agents from '../../src/services/agent-service';
+import * as clusters from '../../src/services/clusters-service';
+import * as infraEnvs from '../../src/services/infra-envs-service';
+import type { Principal } from '../../src/auth/principal';
+import { PULL_SECRET } from '../support/api-harness';
+import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
+
+let t: TestServiceContext;
+const user: Principal = { kind: 'admin', user: 'root' };
+const silent = createLogger({ log: { level: 'silent', format: 'json' } }, 'test');
+
+beforeAll(async () => {
+  t = await startTestServiceContext('admission');
+}, 60_000);
+afterAll(async () => {
+  await t?.stop();
+});
+
+const IE = randomUUID();
+const HOST = randomUUID();
+const POLL = `/api/assisted-install/v2/infra-envs/${IE}/hosts/${HOST}/instructions?timestamp=1`;
+const REPLY = `/api/assisted-install/v2/infra-envs/${IE}/hosts/${HOST}/instructions`;
+const REGISTER = `/api/assisted-install/v2/infra-envs/${IE}/hosts`;
+const OPERATOR = '/api/assisted-install/v2/clusters';
+
+it('knows the agent operations by method and path only', () => {
+  expect(agentOperation('GET', POLL)).toBe('poll');
+  expect(agentOperation('GET', REPLY)).toBe('poll');
+  expect(agentOperation('POST', REPLY)).toBe('reply');
+  expect(agentOperation('POST', REGISTER)).toBe('register');
+  expect(agentOperation('POST', `${REGISTER}?x=1`)).toBe('register');
+  expect(agentOperation('GET', REGISTER)).toBeUndefined();
+  expect(agentOperation('PUT', `/api/assisted-install/v2/infra-envs/${IE}/hosts/${HOST}/progress`)).toBeUndefined();
+  expect(agentOperation('GET', OPERATOR)).toBeUndefined();
+});
+
+describe('a process at capacity', () => {
+  let db: Db;
+  const servers: Server[] = [];
+  const held: ServerResponse[] = [];
+  const release = () => held.splice(0).forEach((r) => r.end('{}'));
+
+  beforeAll(() => {
+    db = createDb(t.pg.url, 2);
+  });
+  afterAll(async () => {
+    release();
+    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+    await db.destroy();
+  });
+
+  /** Admission in front of a service that holds every request it is handed until released. */
+  async function serve(settings: { maxInFlight: number; maxPollWaitMs: number }): Promise<string> {
+    const next = (req: IncomingMessage, res: ServerResponse) => {
+      req.resume();
+      res.setHeader('content-type', 'application/json');
+      held.push(res);
+    };
+    const server = createServer(agentAdmission({ logger: silent, db, settings: { ...settings, retryAfterSeconds: [5, 20] } }, next));
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /** A request that is either answered now (refused) or held: which, within `ms`. */
+  async function send(base: string, method: string, path: string, ms = 250): Promise<{ status: number; headers: Headers; body: Record<string, unknown> } | 'held'> {
+    const res = fetch(`${base}${path}`, { method, ...(method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) }).then(async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as Record<string, unknown> }));
+    const held = new Promise<'held'>((r) => setTimeout(() => r('held'), ms));
+    const out = await Promise.race([res, held]);
+    if (out === 'held') res.catch(() => undefined);
+    return out;
+  }
+
+  const refused = (a: Awaited<ReturnType<typeof send>>) => {
+    expect(a).not.toBe('held');
+    if (a === 'held') return;
+    expect(a.status).toBe(503);
+    const wait = Number(a.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(5);
+    expect(wait).toBeLessThanOrEqual(20);
+    expect(a.body).toMatchObject({ kind: 'Error', id: 503, code: '503' });
+    expect(String(a.body.reason)).toMatch(/at capacity; try again in \d+ s/);
+    expect(a.headers.get('x-request-id')).toBeTruthy();
+  };
+
+  it('refuses replies and registrations at half the in-flight limit, polls at the full one, operators never', async () => {
+    await t.db('service_pressure').delete();
+    const base = await serve({ maxInFlight: 4, maxPollWaitMs: 0 });
+    expect(await send(base, 'POST', REPLY)).toBe('held');
+    expect(await send(base, 'POST', REGISTER)).toBe('held');
+    refused(await send(base, 'POST', REPLY));
+    refused(await send(base, 'POST', REGISTER));
+    // Nothing was refused that a host's silence would come from: no pressure recorded yet.
+    expect(await latestShedEpisode(db)).toBeUndefined();
+    expect(await send(base, 'GET', POLL)).toBe('held');
+    expect(await send(base, 'GET', POLL)).toBe('held');
+    refused(await send(base, 'GET', POLL));
+    expect(await send(base, 'GET', OPERATOR)).toBe('held');
+
+    // The refused poll is the service's pressure, recorded for the disconnect rule.
+    const episode = await eventuallyEpisode(db);
+    expect(Date.now() - episode.lastAtMs).toBeLessThan(10_000);
+
+    // Once the held requests are answered, agents are let in again.
+    release();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await send(base, 'GET', POLL)).toBe('held');
+    expect(await send(base, 'POST', REPLY)).toBe('held');
+    release();
+  });
+
+  it('refuses agent requests while its oldest poll has waited past the limit, and lets them in once it is answered', async () => {
+    const base = await serve({ maxInFlight: 0, maxPollWaitMs: 400 });
+    // One poll waiting long is not a queue.
+    expect(await send(base, 'GET', POLL, 500)).toBe('held');
+    expect(await send(base, 'GET', POLL)).toBe('held');
+    release();
+    await new Promise((r) => setTimeout(r, 100));
+    // A burst is let in: many requests at once, none waiting long yet.
+    const burst = await Promise.all(Array.from({ length: 20 }, () => send(base, 'GET', POLL, 150)));
+    expect(burst.every((a) => a === 'held')).toBe(true);
+    await new Promise((r) => setTimeout(r, 400));
+    refused(await send(base, 'GET', POLL));
+    refused(await send(base, 'POST', REPLY));
+    expect(await send(base, 'GET', OPERATOR)).toBe('held');
+    release();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await send(base, 'GET', POLL)).toBe('held');
+    release();
+  });
+});
+
+async function eventuallyEpisode(db: Db) {
+  for (let i = 0; i < 50; i++) {
+    const e = await latestShedEpisode(db);
+    if (e) return e;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('no shedding episode recorded');
+}
+
+describe('the disconnect rule under pressure', () => {
+  it('does not disconnect a host whose silence the service excused, and does once the episode is gone', async () => {
+    const c = await clusters.createCluster(t.ctx, user, { name: 'excused', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
+    const ie = await infraEnvs.createInfraEnv(t.ctx, user, { name: 'excused-ie', pull_secret: PULL_SECRET, cluster_id: c.id });
+    const hostId = randomUUID();
+    await agents.registerHost(t.ctx, user, ie.id, { host_id: hostId });
+    const status = async () => ((await t.db('hosts').where({ id: hostId }).first('status')) as { status: string }).status;
+    const before = await status();
+    expect(before).not.toBe('disconnected');
+
+    // Silent for 10 minutes (timeout 3); the service turned agents away from 9 minutes ago until 30 s ago.
+    const now = Date.now();
+    await t.db('hosts').where({ id: hostId }).update({ checked_in_at: new Date(now - 10 * 60_000) });
+    await t.db('service_pressure').delete();
+    await t.db('service_pressure').insert({ name: 'agent-api', started_at: new Date(now - 9 * 60_000), last_at: new Date(now - 30_000) });
+
+    const monitor = createHostMonitorActivities(t.ctx);
+    const excused = await monitor.markSilentHosts();
+    expect(excused.silentHosts).toBe(0);
+    // A refresh for any other reason agrees with the monitor.
+    await t.ctx.db.transaction((trx) => refreshCluster(t.ctx, trx, c.id));
+    expect(await status()).toBe(before);
+
+    // Without the episode, the same silence is the host's.
+    await t.db('service_pressure').delete();
+    const counted = await monitor.markSilentHosts();
+    expect(counted.silentHosts).toBe(1);
+    expect(counted.disconnected).toBe(1);
+    expect(await status()).toBe('disconnected');
+  });
+
+  it('counts the silence before the episode and after its grace', async () => {
+    const c = await clusters.createCluster(t.ctx, user, { name: 'counted', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
+    const ie = await infraEnvs.createInfraEnv(t.ctx, user, { name: 'counted-ie', pull_secret: PULL_SECRET, cluster_id: c.id });
+    const hostId = randomUUID();
+    await agents.registerHost(t.ctx, user, ie.id, { host_id: hostId });
+    // Silent for 10 minutes; an episode of 2 minutes (+1 grace) 5 minutes ago leaves 7 minutes counted.
+    const now = Date.now();
+    await t.db('hosts').where({ id: hostId }).update({ checked_in_at: new Date(now - 10 * 60_000) });
+    await t.db('service_pressure').delete();
+    await t.db('service_pressure').insert({ name: 'agent-api', started_at: new Date(now - 5 * 60_000), last_at: new Date(now - 3 * 60_000) });
+    const r = await createHostMonitorActivities(t.ctx).markSilentHosts();
+    expect(r.disconnected).toBe(1);
+    const row = (await t.db('hosts').where({ id: hostId }).first('status', 'doc')) as { status: string; doc: { validations_info: string } };
+    expect(row.status).toBe('disconnected');
+    // The message says how much of the silence was not counted.
+    expect(row.doc.validations_info).toMatch(/no poll for 6\d\d s \(180 s of it while the service turned agents away, not counted\)/);
+  });
+});
