@@ -47,6 +47,8 @@ export const ENV_SCHEMA = z.object({
   // Agent requests in flight in the process (replies and registrations at half), and the wait of its oldest poll.
   API_AGENT_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100000).default(1000),
   API_AGENT_MAX_POLL_WAIT_MS: z.coerce.number().int().min(0).max(600000).default(2000),
+  // ... and while the process itself runs this late (a timer's lateness: starved of CPU, a long GC).
+  API_AGENT_MAX_LOOP_LAG_MS: z.coerce.number().int().min(0).max(600000).default(1000),
   SERVICE_BASE_URL: httpUrl.optional(),
   DATABASE_URL: optionalString.pipe(
     z
@@ -152,7 +154,7 @@ export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
-  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number }; role: 'serve' | 'refresh' };
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh' };
   database: { url: string | undefined; poolMax: number; embeddedPort: number };
   temporal: {
     address: string;
@@ -259,7 +261,7 @@ export function parseConfig(
       processes: e.API_PROCESSES ?? availableParallelism(),
       role: e.API_PROCESS_ROLE ?? 'serve',
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
-      admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS },
+      admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS, maxLoopLagMs: e.API_AGENT_MAX_LOOP_LAG_MS },
     },
     database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
     temporal: {
@@ -328,6 +330,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_AGENT_FAST_PATH: String(c.api.agentFastPath),
     API_AGENT_MAX_IN_FLIGHT: String(c.api.admission.maxInFlight),
     API_AGENT_MAX_POLL_WAIT_MS: String(c.api.admission.maxPollWaitMs),
+    API_AGENT_MAX_LOOP_LAG_MS: String(c.api.admission.maxLoopLagMs),
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,
     DATABASE_POOL_MAX: String(c.database.poolMax),

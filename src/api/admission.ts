@@ -11,13 +11,13 @@
  * served at once. Agents retry a 503 by contract; the upstream agent's
  * replies and Landfall's outbox keep what they could not deliver.
  *
- * Two gauges of this process, read per request: agent requests in flight,
- * and how long the oldest poll in flight has waited (once several are in
- * flight). A poll is one statement, so an old one among others means a
+ * Three gauges of this process, read per request: agent requests in flight,
+ * how long the oldest poll in flight has waited (once several are in
+ * flight), and how late the process itself is (a timer's lateness). A poll is one statement, so an old one among others means a
  * standing queue (for the CPU or the database), not a burst: a rack of 256 hosts registering together is let in. Polls are
  * refused last (replies and registrations at half the in-flight limit), since
- * a poll is the host's sign of life. That a poll was refused is recorded in
- * the database (service_pressure), at most every RECORD_EVERY_MS per
+ * a poll is the host's sign of life. That a poll was refused, or that the
+ * process was late, is recorded in the database (service_pressure), at most every RECORD_EVERY_MS per
  * process, so the disconnect rule does not count that silence against the
  * host (src/domain/lifecycle/silence.ts). Operators' requests are never
  * refused here: they are few, and they are how one looks at an overloaded
@@ -40,6 +40,8 @@ export interface AdmissionSettings {
   maxInFlight: number;
   /** The oldest poll in flight has waited this long (ms): refuse new agent requests until it is answered; 0: no limit. */
   maxPollWaitMs: number;
+  /** The process itself is this late (ms: a timer fired this much after it was due): refuse polls meanwhile; 0: no limit. */
+  maxLoopLagMs?: number;
   /** Retry-After is drawn from this range (seconds), so refused agents do not come back together. */
   retryAfterSeconds: [number, number];
 }
@@ -62,6 +64,9 @@ const MIN_POLL_QUEUE = 8;
 const WARN_EVERY_MS = 60_000;
 
 type Operation = 'poll' | 'reply' | 'register';
+type Gauge = 'in_flight' | 'poll_wait' | 'loop_lag';
+/** How often the process checks its own lateness. */
+const LAG_TICK_MS = 500;
 const AGENT_PREFIX = `${BASE_PATH}/v2/infra-envs/`;
 const INSTRUCTIONS = /^[^/?]+\/hosts\/[^/?]+\/instructions(?:\?|$)/;
 const REGISTER = /^[^/?]+\/hosts(?:\?|$)/;
@@ -101,13 +106,13 @@ class PollQueue {
 }
 
 export function agentAdmission(deps: AdmissionDeps, next: RequestListener): RequestListener {
-  const { maxInFlight, maxPollWaitMs, retryAfterSeconds } = deps.settings;
-  if (!maxInFlight && !maxPollWaitMs) return next;
+  const { maxInFlight, maxPollWaitMs, maxLoopLagMs = 0, retryAfterSeconds } = deps.settings;
+  if (!maxInFlight && !maxPollWaitMs && !maxLoopLagMs) return next;
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
   const shed = new Counter({
     name: SHED_METRIC,
-    help: 'Agent requests this API process turned away with 503 + Retry-After because it was at capacity (too many in flight, or a poll waiting too long)',
+    help: 'Agent requests this API process turned away with 503 + Retry-After because it was at capacity (too many in flight, a poll waiting too long, or the process itself late)',
     labelNames: ['operation', 'gauge'],
     registers: deps.metricsRegistry ? [deps.metricsRegistry] : [],
   });
@@ -121,22 +126,41 @@ export function agentAdmission(deps: AdmissionDeps, next: RequestListener): Requ
     return oldest === undefined ? 0 : t - oldest;
   };
 
+  /** The service is late for its agents: stored (at most every RECORD_EVERY_MS) for the disconnect rule. */
+  const notePressure = (t: number) => {
+    if (t - recordedAt < RECORD_EVERY_MS) return;
+    recordedAt = t;
+    recordShedding(deps.db, t).catch((err: Error) => deps.logger.debug({ err: err.message }, 'could not record the shedding'));
+  };
+
+  // The process's own lateness, which no request gauge sees: a process starved of CPU (by its machine's other
+  // processes, by a long GC) reads its sockets late, and a poll that waited there is invisible to `polls`. A
+  // timer that fires late says so; polls answered late meanwhile are the service's silence, not their hosts'.
+  let loopLagMs = 0;
+  if (maxLoopLagMs) {
+    let due = Date.now() + LAG_TICK_MS;
+    setInterval(() => {
+      const t = Date.now();
+      loopLagMs = Math.max(0, t - due);
+      due = t + LAG_TICK_MS;
+      if (loopLagMs >= maxLoopLagMs) notePressure(now());
+    }, LAG_TICK_MS).unref();
+  }
+
   /** Which limit the request is over, if any: polls at the full in-flight limit, the rest at half. */
-  const over = (op: Operation, t: number): 'in_flight' | 'poll_wait' | undefined => {
+  const over = (op: Operation, t: number): Gauge | undefined => {
     if (maxInFlight && inFlight >= maxInFlight * (op === 'poll' ? 1 : 0.5)) return 'in_flight';
     if (maxPollWaitMs && pollWaitMs(t) >= maxPollWaitMs) return 'poll_wait';
+    if (maxLoopLagMs && loopLagMs >= maxLoopLagMs) return 'loop_lag';
     return undefined;
   };
 
-  const refuse = (req: IncomingMessage, res: ServerResponse, op: Operation, gauge: 'in_flight' | 'poll_wait', t: number) => {
+  const refuse = (req: IncomingMessage, res: ServerResponse, op: Operation, gauge: Gauge, t: number) => {
     shed.inc({ operation: op, gauge });
-    if (op === 'poll' && t - recordedAt >= RECORD_EVERY_MS) {
-      recordedAt = t;
-      recordShedding(deps.db, t).catch((err: Error) => deps.logger.debug({ err: err.message }, 'could not record the shedding'));
-    }
+    if (op === 'poll') notePressure(t);
     if (t - warnedAt >= WARN_EVERY_MS) {
       warnedAt = t;
-      deps.logger.warn({ inFlight, oldestPollWaitMs: pollWaitMs(t), limits: { maxInFlight, maxPollWaitMs }, operation: op }, 'at capacity: turning agent requests away with 503 + Retry-After');
+      deps.logger.warn({ inFlight, oldestPollWaitMs: pollWaitMs(t), loopLagMs, limits: { maxInFlight, maxPollWaitMs, maxLoopLagMs }, operation: op, gauge }, 'at capacity: turning agent requests away with 503 + Retry-After');
     }
     const [lo, hi] = retryAfterSeconds;
     const wait = lo + Math.floor(random() * (hi - lo + 1));

@@ -69,7 +69,7 @@ describe('a process at capacity', () => {
   });
 
   /** Admission in front of a service that holds every request it is handed until released. */
-  async function serve(settings: { maxInFlight: number; maxPollWaitMs: number }): Promise<string> {
+  async function serve(settings: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs?: number }): Promise<string> {
     const next = (req: IncomingMessage, res: ServerResponse) => {
       req.resume();
       res.setHeader('content-type', 'application/json');
@@ -146,6 +146,30 @@ describe('a process at capacity', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(await send(base, 'GET', POLL)).toBe('held');
     release();
+  });
+
+  it('refuses agent requests while the process itself runs late, records that as the service\'s, and lets them in once it is on time', async () => {
+    const base = await serve({ maxInFlight: 0, maxPollWaitMs: 0, maxLoopLagMs: 700 });
+    // (Let in while on time: this test's own process may stall a little on a loaded machine, so a few tries.)
+    const letIn = async () => {
+      for (let i = 0; i < 10 && (await send(base, 'GET', POLL)) !== 'held'; i++) await new Promise((r) => setTimeout(r, 600));
+      expect(await send(base, 'GET', POLL)).toBe('held');
+      release();
+    };
+    await letIn();
+    await t.db('service_pressure').delete();
+    // The process starved for 1.5 s (here: busy), as a process the machine does not schedule would be.
+    const end = Date.now() + 1500;
+    while (Date.now() < end);
+    await new Promise((r) => setTimeout(r, 20));
+    refused(await send(base, 'GET', POLL));
+    const episode = await eventuallyEpisode(db);
+    expect(Date.now() - episode.lastAtMs).toBeLessThan(5_000);
+    expect(await send(base, 'GET', OPERATOR)).toBe('held');
+    release();
+    // On time again after its next check (every 0.5 s).
+    await new Promise((r) => setTimeout(r, 1200));
+    await letIn();
   });
 });
 

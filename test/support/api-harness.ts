@@ -44,6 +44,11 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
     EC_PRIVATE_KEY_PEM: keys.privateKeyPem,
     API_VALIDATE_RESPONSES: 'true',
     SERVICE_BASE_URL: `http://127.0.0.1:${port}`,
+    // This API shares its event loop with the test runner, whose own stalls (compiling a module on its first
+    // import) are not the service's lateness: admission's time gauges are off here (its in-flight limit stays);
+    // test/integration/admission.test.ts tests them.
+    API_AGENT_MAX_LOOP_LAG_MS: '0',
+    API_AGENT_MAX_POLL_WAIT_MS: '0',
     ...opts.env,
   });
   const replicas = testReplicas();

@@ -9,13 +9,13 @@
  * refreshed a cluster, which overloaded it further: the 20,000-host run of
  * 2026-11-27 (bench/README.md) never came out of that loop.
  *
- * So the time the service spent shedding agent requests (an episode, stored
- * by the API in `service_pressure`), plus the longest an agent turned away
+ * So the time the service spent shedding agent requests, or running late
+ * itself (an episode, stored by the API in `service_pressure`), plus the longest an agent turned away
  * takes to come back (SHED_GRACE_MS), is not counted. One rule, read by the
  * `connected` validation and by the host monitor's query alike.
  */
 
-/** The latest period in which an API process turned agent requests away: from its first to its last refusal. */
+/** The latest period in which an API process turned agent polls away or ran late: from its first such moment to its last. */
 export interface ShedEpisode {
   startedAtMs: number;
   lastAtMs: number;
