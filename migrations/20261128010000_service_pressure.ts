@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 
 /**
- * `service_pressure`: when the API last turned agent requests away to stay
- * within its capacity (src/api/admission.ts), one row per kind of pressure.
- * `started_at` is the start of the latest episode (refusals closer together
- * than the grace are one), `last_at` its latest refusal. The disconnect rule
+ * `service_pressure`: when the API last turned agent polls away to stay
+ * within its capacity, or ran late itself (src/api/admission.ts), one row per
+ * kind of pressure. `started_at` is the start of the latest episode (moments
+ * closer together than the grace are one), `last_at` its latest moment. The disconnect rule
  * does not count a host's silence during an episode as the host's
  * (src/domain/lifecycle/silence.ts).
  */

@@ -13,13 +13,15 @@
  *
  * Three gauges of this process, read per request: agent requests in flight,
  * how long the oldest poll in flight has waited (once several are in
- * flight), and how late the process itself is (a timer's lateness). A poll is one statement, so an old one among others means a
- * standing queue (for the CPU or the database), not a burst: a rack of 256 hosts registering together is let in. Polls are
- * refused last (replies and registrations at half the in-flight limit), since
- * a poll is the host's sign of life. That a poll was refused, or that the
- * process was late, is recorded in the database (service_pressure), at most every RECORD_EVERY_MS per
- * process, so the disconnect rule does not count that silence against the
- * host (src/domain/lifecycle/silence.ts). Operators' requests are never
+ * flight), and how late the process itself is (a timer's lateness). A poll
+ * is one statement, so an old one among others means a standing queue (for
+ * the CPU or the database), not a burst: a rack of 256 hosts registering
+ * together is let in. Polls are refused last (replies and registrations at
+ * half the in-flight limit), since a poll is the host's sign of life. That a
+ * poll was refused, or that the process was late, is recorded in the
+ * database (service_pressure), at most every RECORD_EVERY_MS per process, so
+ * the disconnect rule does not count that silence against the host
+ * (src/domain/lifecycle/silence.ts). Operators' requests are never
  * refused here: they are few, and they are how one looks at an overloaded
  * service.
  *

@@ -2,13 +2,14 @@ import type { Knex } from 'knex';
 import { PREPARED } from './database';
 import { SHED_GRACE_MS, type ShedEpisode } from '../domain/lifecycle/silence';
 
-/** The pressure this module records: agent requests turned away by the API's admission (src/api/admission.ts). */
+/** The pressure this module records: agent polls turned away by the API's admission, or an API process running late (src/api/admission.ts). */
 const AGENT_API = 'agent-api';
 
 /**
- * Records a refusal at `atMs` (the API's clock when it refused, not when this
- * statement runs: under pressure it may wait for a connection). A refusal
- * more than SHED_GRACE_MS after the last one starts a new episode.
+ * Records a moment of pressure (a refused poll, the process late) at `atMs`:
+ * the API's clock then, not when this statement runs, since under pressure
+ * it may wait for a connection. A moment more than SHED_GRACE_MS after the
+ * last one starts a new episode.
  */
 export async function recordShedding(db: Knex, atMs: number): Promise<void> {
   const at = new Date(atMs);

@@ -81,8 +81,9 @@ export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: s
 
 /**
  * A host's facts; with `memo`, its reports are the memo's (keepReports), not
- * the row's. `shedding`: the service's latest episode of turning agents away,
- * whose share of the host's silence is not the host's (silence.ts).
+ * the row's. `shedding`: the service's latest episode of turning agents away
+ * or running late, whose share of the host's silence is not the host's
+ * (silence.ts).
  */
 export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding?: ShedEpisode): HostFacts {
   const d = h.doc as Json;

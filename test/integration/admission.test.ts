@@ -228,6 +228,6 @@ describe('the disconnect rule under pressure', () => {
     const row = (await t.db('hosts').where({ id: hostId }).first('status', 'doc')) as { status: string; doc: { validations_info: string } };
     expect(row.status).toBe('disconnected');
     // The message says how much of the silence was not counted.
-    expect(row.doc.validations_info).toMatch(/no poll for 6\d\d s \(180 s of it while the service turned agents away, not counted\)/);
+    expect(row.doc.validations_info).toMatch(/no poll for 6\d\d s \(180 s of it while the service was overloaded, not counted\)/);
   });
 });

@@ -42,7 +42,7 @@ export interface HostFacts {
   installationDiskId: string | undefined;
   /** ms since the last poll; undefined when it never polled. */
   sinceCheckInMs: number | undefined;
-  /** The part of that silence the service spent turning agents away (silence.ts): not counted against the host. */
+  /** The part of that silence the service spent overloaded (turning agents away, running late; silence.ts): not counted against the host. */
   excusedSilenceMs?: number;
   /** The host's clock (unix seconds) at its last poll, and the service's at the same moment. */
   agentTimestampS: number | undefined;

@@ -63,7 +63,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     check: (h, ctx) =>
       isConnected(h, ctx.settings.disconnectTimeoutMs)
         ? ok('Host is connected')
-        : fail(`Host is disconnected: no poll for ${h.sinceCheckInMs === undefined ? 'ever' : `${Math.round(h.sinceCheckInMs / 1000)} s${h.excusedSilenceMs ? ` (${Math.round(h.excusedSilenceMs / 1000)} s of it while the service turned agents away, not counted)` : ''}`}`, {
+        : fail(`Host is disconnected: no poll for ${h.sinceCheckInMs === undefined ? 'ever' : `${Math.round(h.sinceCheckInMs / 1000)} s${h.excusedSilenceMs ? ` (${Math.round(h.excusedSilenceMs / 1000)} s of it while the service was overloaded, not counted)` : ''}`}`, {
             cause: 'agent-not-polling',
             hint: `check that ${name(h)} is powered on, still booted from the discovery image, and can reach the service (its agent writes a diagnosis to the console)`,
           }),

@@ -10,8 +10,9 @@
  * 2026-11-27 (bench/README.md) never came out of that loop.
  *
  * So the time the service spent shedding agent requests, or running late
- * itself (an episode, stored by the API in `service_pressure`), plus the longest an agent turned away
- * takes to come back (SHED_GRACE_MS), is not counted. One rule, read by the
+ * itself (an episode, stored by the API in `service_pressure`), plus the
+ * longest an agent turned away takes to come back (SHED_GRACE_MS), is not
+ * counted. One rule, read by the
  * `connected` validation and by the host monitor's query alike.
  */
 
