@@ -20,7 +20,7 @@ import { migrateLatest } from '../../src/db/migrations';
 import { generateEcKeyPair, TokenSigner } from '../../src/auth/jwt';
 import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
-import { PULL_SECRET } from '../support/api-harness';
+import { IN_PROCESS_API_ENV, PULL_SECRET } from '../support/api-harness';
 import { eventually, startTestPostgres, tempDir } from '../support/services';
 
 const BODY_LIMIT = 8192;
@@ -68,6 +68,7 @@ async function startOne(name: Api['name'], authType: 'local' | 'none', privateKe
     API_BODY_LIMIT_BYTES: String(BODY_LIMIT),
     API_AGENT_FAST_PATH: name === 'fast' ? 'true' : 'false',
     SERVICE_BASE_URL: 'http://127.0.0.1:8090',
+    ...IN_PROCESS_API_ENV,
   });
   const running = await startApi(cfg, pino({ level: 'info' }, sink));
   return { name, running, port, logs };

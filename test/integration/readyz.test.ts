@@ -6,6 +6,7 @@ import { startApi, type RunningApi } from '../../src/api/server';
 import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import { eventually, startTestPostgres, startTestTemporal, tempDir } from '../support/services';
+import { IN_PROCESS_API_ENV } from '../support/api-harness';
 
 type Temporal = Awaited<ReturnType<typeof startTestTemporal>>;
 let temporal: Temporal;
@@ -26,6 +27,7 @@ async function apiWith(env: Record<string, string>): Promise<RunningApi> {
     TEMPORAL_ADDRESS: temporal.address,
     STORAGE_LOCAL_DIR: tempDir('objects'),
     READINESS_TIMEOUT_MS: '1500',
+    ...IN_PROCESS_API_ENV,
     ...env,
   });
   return startApi(cfg, silent);

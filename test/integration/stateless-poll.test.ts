@@ -8,7 +8,7 @@ import { parseConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { freePort } from '../../src/dev/process-utils';
-import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+import { call, IN_PROCESS_API_ENV, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
 import { tempDir } from '../support/services';
 
 let a: ApiHarness;
@@ -18,7 +18,7 @@ beforeAll(async () => {
   a = await startApiHarness();
   const port = await freePort();
   b = await startApi(
-    parseConfig({ API_HOST: '127.0.0.1', API_PORT: String(port), DATABASE_URL: a.pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('api-b'), API_VALIDATE_RESPONSES: 'true' }),
+    parseConfig({ API_HOST: '127.0.0.1', API_PORT: String(port), DATABASE_URL: a.pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir('api-b'), API_VALIDATE_RESPONSES: 'true', ...IN_PROCESS_API_ENV }),
     createLogger({ log: { level: 'silent', format: 'json' } }, 'api-b'),
   );
   bBase = `http://127.0.0.1:${port}/api/assisted-install/v2`;

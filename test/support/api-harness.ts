@@ -28,6 +28,14 @@ export interface ApiHarness {
   stop(): Promise<void>;
 }
 
+/**
+ * For an API started inside the test process: it shares its event loop with the test runner, whose own stalls
+ * (compiling a module on its first import, a loaded CI machine) are not the service's lateness. Admission's time
+ * gauges are off there (its in-flight limit stays); test/integration/admission.test.ts tests them. Every test
+ * that calls startApi in-process spreads this into its config.
+ */
+export const IN_PROCESS_API_ENV = { API_AGENT_MAX_LOOP_LAG_MS: '0', API_AGENT_MAX_POLL_WAIT_MS: '0' } as const;
+
 export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?: Record<string, string> } = {}): Promise<ApiHarness> {
   const pg = await startTestPostgres(`api_${Math.random().toString(36).slice(2, 8)}`);
   const db = createDb(pg.url, 4);
@@ -44,11 +52,7 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
     EC_PRIVATE_KEY_PEM: keys.privateKeyPem,
     API_VALIDATE_RESPONSES: 'true',
     SERVICE_BASE_URL: `http://127.0.0.1:${port}`,
-    // This API shares its event loop with the test runner, whose own stalls (compiling a module on its first
-    // import) are not the service's lateness: admission's time gauges are off here (its in-flight limit stays);
-    // test/integration/admission.test.ts tests them.
-    API_AGENT_MAX_LOOP_LAG_MS: '0',
-    API_AGENT_MAX_POLL_WAIT_MS: '0',
+    ...IN_PROCESS_API_ENV,
     ...opts.env,
   });
   const replicas = testReplicas();
