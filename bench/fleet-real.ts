@@ -68,6 +68,8 @@ interface Options {
   holdBackUnchanged: boolean;
   /** More environment for the stack (`landfall dev` and so its API and worker processes), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p' (NODE_OPTIONS refuses --cpu-prof). */
   stackEnv: Record<string, string>;
+  /** More node options for each fleet process, e.g. --cpu-prof --cpu-prof-dir=/tmp/p (to see where the generator's own CPU goes). */
+  fleetNodeArgs: string[];
   json?: string;
 }
 
@@ -83,11 +85,12 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
                              economy); by default every step handed out is answered, as the upstream agent does
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
   --stack-env K=V            more environment for the stack (repeatable), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'
+  --fleet-node-args ARGS     more node options for each fleet process (space-separated), e.g. '--cpu-prof --cpu-prof-dir=/tmp/p'
   --json FILE                the result file (default bench/results/fleet-real-<time>.json)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false, stackEnv: {} };
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [] };
   const num = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
@@ -112,6 +115,7 @@ function parseArgs(argv: string[]): Options {
         o.stackEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
         break;
       }
+      case '--fleet-node-args': o.fleetNodeArgs = (next() ?? '').split(/\s+/).filter(Boolean); break;
       case '--json': o.json = next(); break;
       case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -157,8 +161,8 @@ function localShard(spec: ShardSpec, hosts: number): ShardHandle {
   return { pid: process.pid, hosts, totals: async () => sh.totals(), startWindow: () => sh.startWindow(), endWindow: async () => sh.endWindow(), stop: () => sh.stop() };
 }
 
-async function forkShard(spec: ShardSpec, hosts: number): Promise<ShardHandle> {
-  const child: ChildProcess = fork(path.join(__dirname, 'fleet-shard.js'), [], { execArgv: ['--max-old-space-size=4096'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[]): Promise<ShardHandle> {
+  const child: ChildProcess = fork(path.join(__dirname, 'fleet-shard.js'), [], { execArgv: ['--max-old-space-size=4096', ...nodeArgs], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let next = 0;
   let gone: Error | undefined;
   const waiting = new Map<number, { resolve: (m: FromShard) => void; reject: (e: Error) => void }>();
@@ -263,7 +267,7 @@ async function main(): Promise<void> {
       });
       const spec: ShardSpec = { serviceUrl: s.url, clusters: mine, totalClusters: clusters, hostsPerCluster: o.hostsPerCluster, rampSeconds: o.rampSeconds, connectionsPerFleet, answerEveryStep: !o.holdBackUnchanged };
       const hosts = mine.reduce((n, c) => n + c.count, 0);
-      shards.push(o.hostsPerProcess === 0 ? localShard(spec, hosts) : await forkShard(spec, hosts));
+      shards.push(o.hostsPerProcess === 0 ? localShard(spec, hosts) : await forkShard(spec, hosts, o.fleetNodeArgs));
     }
     const totalsNow = async () => sumTotals(await Promise.all(shards.map((sh) => sh.totals())));
     const t0 = Date.now();

@@ -49,6 +49,10 @@ export const ENV_SCHEMA = z.object({
   API_AGENT_MAX_POLL_WAIT_MS: z.coerce.number().int().min(0).max(600000).default(2000),
   // ... and while the process itself runs this late (a timer's lateness: starved of CPU, a long GC).
   API_AGENT_MAX_LOOP_LAG_MS: z.coerce.number().int().min(0).max(600000).default(1000),
+  // How long an API process keeps an idle connection open. Longer than an agent's 60 s poll, so each agent keeps one
+  // connection (no TCP or TLS handshake per poll), and longer than Go's default client idle timeout (90 s), so the
+  // upstream agent closes an idle connection before the service does, never while sending on it.
+  API_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600000).default(100000),
   SERVICE_BASE_URL: httpUrl.optional(),
   DATABASE_URL: optionalString.pipe(
     z
@@ -154,7 +158,7 @@ export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
-  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh' };
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
   database: { url: string | undefined; poolMax: number; embeddedPort: number };
   temporal: {
     address: string;
@@ -262,6 +266,7 @@ export function parseConfig(
       role: e.API_PROCESS_ROLE ?? 'serve',
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
       admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS, maxLoopLagMs: e.API_AGENT_MAX_LOOP_LAG_MS },
+      keepAliveTimeoutMs: e.API_KEEP_ALIVE_TIMEOUT_MS,
     },
     database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
     temporal: {
@@ -331,6 +336,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_AGENT_MAX_IN_FLIGHT: String(c.api.admission.maxInFlight),
     API_AGENT_MAX_POLL_WAIT_MS: String(c.api.admission.maxPollWaitMs),
     API_AGENT_MAX_LOOP_LAG_MS: String(c.api.admission.maxLoopLagMs),
+    API_KEEP_ALIVE_TIMEOUT_MS: String(c.api.keepAliveTimeoutMs),
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,
     DATABASE_POOL_MAX: String(c.database.poolMax),

@@ -81,6 +81,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
       metrics.countRequest();
       handler(req, res);
     });
+    s.keepAliveTimeout = cfg.api.keepAliveTimeoutMs;
     s.once('error', reject);
     s.listen(cfg.api.port, cfg.api.host, () => resolve(s));
   });
