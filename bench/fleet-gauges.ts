@@ -171,3 +171,47 @@ export function expectedPerPoll(everyMs: number, pollPeriodSeconds: number, earl
   const slack = Math.min(earlySlackMs, everyMs / 10);
   return 1 / Math.max(1, Math.ceil((everyMs - slack) / 1000 / pollPeriodSeconds - 1e-9));
 }
+
+/** One agent operation's histogram as the API exports it: cumulative counts by upper bound (seconds), and the total. */
+export interface ServiceHistogram {
+  buckets: Array<{ le: number; count: number }>;
+  count: number;
+}
+
+/**
+ * The API's own time per agent operation (`landfall_agent_request_duration_seconds`, summed over its processes)
+ * from a /metrics text; empty when the tree has no such metric.
+ */
+export function parseServiceTimes(metricsText: string): Record<string, ServiceHistogram> {
+  const out: Record<string, ServiceHistogram> = {};
+  const line = /^landfall_agent_request_duration_seconds_(bucket|count)\{([^}]*)\}\s+([0-9.eE+-]+)$/;
+  for (const raw of metricsText.split('\n')) {
+    const m = line.exec(raw.trim());
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
+    const op = labels.operation;
+    if (!op) continue;
+    const h = (out[op] ??= { buckets: [], count: 0 });
+    if (m[1] === 'count') h.count = Number(m[3]);
+    else if (labels.le !== '+Inf') h.buckets.push({ le: Number(labels.le), count: Number(m[3]) });
+  }
+  for (const h of Object.values(out)) h.buckets.sort((a, b) => a.le - b.le);
+  return out;
+}
+
+/** What happened between two readings of the histograms: counts in the window, the share within 50 ms, p50/p99 as bucket bounds. */
+export function serviceTimesBetween(before: Record<string, ServiceHistogram>, after: Record<string, ServiceHistogram>) {
+  return Object.fromEntries(
+    Object.entries(after).map(([op, h]) => {
+      const b = before[op];
+      const count = h.count - (b?.count ?? 0);
+      const buckets = h.buckets.map((x) => ({ le: x.le, count: x.count - (b?.buckets.find((y) => y.le === x.le)?.count ?? 0) }));
+      const bound = (q: number) => {
+        const hit = buckets.find((x) => x.count >= q * count);
+        return hit ? hit.le * 1000 : Infinity;
+      };
+      const within50 = buckets.find((x) => x.le === 0.05)?.count;
+      return [op, { count, within50msShare: within50 === undefined || count === 0 ? undefined : within50 / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
+    }),
+  );
+}

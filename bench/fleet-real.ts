@@ -38,7 +38,7 @@ import type { FleetTotals } from '../agent/fleet';
 import { AGENT_VERSION } from '../agent/config';
 import { skippedFor } from '../src/domain/host-steps';
 import { sleep } from '../src/dev/process-utils';
-import { emptySamples, expectedPerPoll, mergeSamples, summarize, type GaugeReading } from './fleet-gauges';
+import { emptySamples, expectedPerPoll, mergeSamples, parseServiceTimes, serviceTimesBetween, summarize, type GaugeReading } from './fleet-gauges';
 import { startShard, sumTotals, type FromShard, type ShardSpec, type ShardWindow, type ToShard } from './fleet-shard';
 import {
   CpuMeter,
@@ -301,6 +301,17 @@ async function main(): Promise<void> {
       rssPeak.fleet = Math.max(rssPeak.fleet ?? 0, rssMb(process.pid) + forked.reduce((sum, sh) => sum + rssMb(sh.pid), 0));
     };
     const sampler = setInterval(sampleRss, 5_000);
+    // The API's own time per agent request (its /metrics), beside the generator's view: the generator's lag is in its
+    // latencies, not in these. A tree without the metric, or a scrape that fails, gives none.
+    const scrapeServiceTimes = async () => {
+      try {
+        const r = await fetch(`${s.url}/metrics`, { signal: AbortSignal.timeout(30_000) });
+        return r.ok ? parseServiceTimes(await r.text()) : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const serviceBefore = await scrapeServiceTimes();
     const loadW0 = loadAverage();
     const before = await totalsNow();
     const dbBefore = await dbWork(s.databaseUrl);
@@ -314,6 +325,7 @@ async function main(): Promise<void> {
       out(`  window ${fmtNum(duration - left + Math.min(60, left))} s: ${fmtNum((t.polls - before.polls) / (duration - left + Math.min(60, left)), 1)} polls/s, ${fmtNum(t.failures - before.failures)} failures; load ${loadAverage()}`);
     }
     const cpu = meter.stop();
+    const serviceAfter = await scrapeServiceTimes();
     const windows = await Promise.all(shards.map((sh) => sh.endWindow()));
     clearInterval(sampler);
     sampleRss();
@@ -376,6 +388,18 @@ async function main(): Promise<void> {
     out(`              ${latencyLine(poll.total)}   as the agent saw it (its call → the body read)`);
     out(`              ${latencyLine(poll.toWrite)}   its call → written to a socket (the generator's own wait)`);
     out(`  reply       ${latencyLine(reply.wire)}   written → answered`);
+    const service = serviceBefore && serviceAfter && Object.keys(serviceAfter).length ? serviceTimesBetween(serviceBefore, serviceAfter) : undefined;
+    const bound = (ms: number) => (Number.isFinite(ms) ? `≤ ${fmtNum(ms, ms < 10 ? 1 : 0)} ms` : '> 10 s');
+    out(
+      `  service     ${
+        service
+          ? ['poll', 'reply', 'register']
+              .filter((op) => service[op]?.count)
+              .map((op) => { const x = service[op]!; return `${op} n ${fmtNum(x.count)}, within 50 ms ${x.within50msShare === undefined ? '—' : `${fmtNum(x.within50msShare * 100, 2)} %`}, p50 ${bound(x.p50AtMostMs)}, p99 ${bound(x.p99AtMostMs)}`; })
+              .join('; ') + "   the API's own time (its /metrics: headers read → answer written; bucket bounds)"
+          : "the API's own time: not available (no landfall_agent_request_duration_seconds in this tree, or /metrics did not answer)"
+      }`,
+    );
     out(`  answers     ${Object.entries(answers).map(([k, v]) => `${k}: ${fmtNum(v)}`).join(', ')}`);
     out(`  generator   ${generator.processes} process(es); loop delay p99 worst ${fmtNum(generator.loopDelayP99MsWorst, 1)} ms, max ${fmtNum(generator.loopDelayMaxMsWorst, 1)} ms; GC pause max ${fmtNum(generator.gcMaxPauseMs, 1)} ms, ${fmtNum(generator.gcTotalMsPerProcessSecond, 1)} ms of GC per second per process; busiest ${fmtNum(generator.cpuCoresBusiest, 3)} cores → ${generator.saturatedProcesses === 0 ? 'not saturated' : `SATURATED in ${generator.saturatedProcesses} (loop p99 > ${SATURATED.loopP99Ms} ms or > ${SATURATED.cpuCores} core)`}; machine ${fmtNum(cpu.machineBusy, 2)} of ${os.cpus().length} cores busy`);
     out(`  steps per poll, by type (expected from the repeat interval and the measured poll period; target within 10 %):`);
@@ -401,6 +425,7 @@ async function main(): Promise<void> {
           window: { seconds: secs, polls, replies, skipped, failures, pollsPerSecond: polls / secs, repliesPerSecond: replies / secs, pollPeriodSeconds: pollPeriod },
           // `poll`/`reply`: from the request's write to a socket to its answer's headers (the figure the target is judged on);
           // `*AsAgentSaw`: from the agent's call to the body read; `pollToWrite`: the generator's own wait before the write.
+          serviceTimes: service ?? null,
           latencyMs: { poll: poll.wire, reply: reply.wire, pollAsAgentSaw: poll.total, replyAsAgentSaw: reply.total, pollToWrite: poll.toWrite, register: summarize(samples.register).total },
           verdictTrustworthy: trustworthy,
           generator,

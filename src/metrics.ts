@@ -23,6 +23,9 @@ export const PROCESS_LOCAL_METRICS: readonly string[] = [
   // src/api/agent-fast-path.ts (FAST_PATH_METRIC)
   'landfall_agent_fast_path_requests_total',
   'landfall_api_requests_total',
+  // src/api/admission.ts (SHED_METRIC, AGENT_DURATION_METRIC)
+  'landfall_agent_requests_shed_total',
+  'landfall_agent_request_duration_seconds',
 ];
 
 export interface MetricsPort {

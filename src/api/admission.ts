@@ -27,9 +27,14 @@
  *
  * The refusal depends on this process's load, which is the one thing here
  * kept in memory that changes an answer: it is what admission is.
+ *
+ * Every admitted agent request's own time in the process is observed in
+ * `landfall_agent_request_duration_seconds{operation}`: the service's share of
+ * an agent's latency, which a load generator (or an agent) cannot separate
+ * from its own.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Db } from '../db/database';
 import { recordShedding } from '../db/service-pressure-repo';
 import type { Logger } from '../logger';
@@ -60,6 +65,9 @@ export interface AdmissionDeps {
 /** The Retry-After range of a refusal; silence.ts's SHED_GRACE_MS covers its top. */
 export const ADMISSION_RETRY_AFTER_S: [number, number] = [5, 20];
 export const SHED_METRIC = 'landfall_agent_requests_shed_total';
+export const AGENT_DURATION_METRIC = 'landfall_agent_request_duration_seconds';
+/** Seconds; 0.05 is the agent API's latency target (a poll answered within 50 ms), so the share under it is exact. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const RECORD_EVERY_MS = 2000;
 /** Polls in flight before the oldest one's wait is read as a queue. */
 const MIN_POLL_QUEUE = 8;
@@ -109,13 +117,22 @@ class PollQueue {
 
 export function agentAdmission(deps: AdmissionDeps, next: RequestListener): RequestListener {
   const { maxInFlight, maxPollWaitMs, maxLoopLagMs = 0, retryAfterSeconds } = deps.settings;
-  if (!maxInFlight && !maxPollWaitMs && !maxLoopLagMs) return next;
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
   const shed = new Counter({
     name: SHED_METRIC,
     help: 'Agent requests this API process turned away with 503 + Retry-After because it was at capacity (too many in flight, a poll waiting too long, or the process itself late)',
     labelNames: ['operation', 'gauge'],
+    registers: deps.metricsRegistry ? [deps.metricsRegistry] : [],
+  });
+  // The service's own time for an agent request it took, from its headers read to its answer written: what a load
+  // generator's latency cannot separate from its own lag. Time spent in the socket before the process read the
+  // request is not in it (the loop-lag gauge covers that); refused requests are counted by `shed`, not here.
+  const duration = new Histogram({
+    name: AGENT_DURATION_METRIC,
+    help: "Seconds this API process took to answer an agent's poll, step reply or registration it admitted, from its headers read to its answer written",
+    labelNames: ['operation'],
+    buckets: DURATION_BUCKETS,
     registers: deps.metricsRegistry ? [deps.metricsRegistry] : [],
   });
   let inFlight = 0;
@@ -182,9 +199,11 @@ export function agentAdmission(deps: AdmissionDeps, next: RequestListener): Requ
     if (gauge) return refuse(req, res, op, gauge, t);
     inFlight++;
     const pollDone = op === 'poll' ? polls.add(t) : undefined;
+    const started = performance.now();
     res.once('close', () => {
       inFlight--;
       pollDone?.();
+      duration.observe({ operation: op }, (performance.now() - started) / 1000);
     });
     next(req, res);
   };

@@ -12,7 +12,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createDb, type Db } from '../../src/db/database';
-import { agentAdmission, agentOperation } from '../../src/api/admission';
+import { Registry } from 'prom-client';
+import { AGENT_DURATION_METRIC, agentAdmission, agentOperation } from '../../src/api/admission';
 import { latestShedEpisode } from '../../src/db/service-pressure-repo';
 import { createLogger } from '../../src/logger';
 import { createHostMonitorActivities } from '../../activities/host-monitor';
@@ -51,6 +52,41 @@ it('knows the agent operations by method and path only', () => {
   expect(agentOperation('GET', REGISTER)).toBeUndefined();
   expect(agentOperation('PUT', `/api/assisted-install/v2/infra-envs/${IE}/hosts/${HOST}/progress`)).toBeUndefined();
   expect(agentOperation('GET', OPERATOR)).toBeUndefined();
+});
+
+it("observes the service's own time for each agent request it admits, by operation, and not for operators' or refused ones", async () => {
+  const registry = new Registry();
+  const db = createDb(t.pg.url, 1);
+  // A poll answered after ~120 ms, a reply at once, an operator's request at once.
+  const next = (req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    setTimeout(() => res.end('{}'), req.method === 'GET' && req.url?.includes('/instructions') ? 120 : 0);
+  };
+  const server = createServer(agentAdmission({ logger: silent, db, settings: { maxInFlight: 1, maxPollWaitMs: 0, retryAfterSeconds: [5, 20] }, metricsRegistry: registry }, next));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const poll = fetch(`${base}${POLL}`);
+    await new Promise((r) => setTimeout(r, 30));
+    // Refused: the one poll in flight is the limit (replies at half of it).
+    expect((await fetch(`${base}${REPLY}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(503);
+    expect((await poll).status).toBe(200);
+    expect((await fetch(`${base}${REPLY}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(200);
+    expect((await fetch(`${base}${OPERATOR}`)).status).toBe(200);
+    const values = (await registry.getSingleMetric(AGENT_DURATION_METRIC)!.get()).values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>;
+    const count = (op: string) => values.find((v) => v.metricName === `${AGENT_DURATION_METRIC}_count` && v.labels.operation === op)?.value ?? 0;
+    const upTo = (op: string, le: number) => values.find((v) => v.metricName === `${AGENT_DURATION_METRIC}_bucket` && v.labels.operation === op && v.labels.le === le)?.value;
+    expect(count('poll')).toBe(1);
+    expect(count('reply')).toBe(1);
+    expect(count('register')).toBe(0);
+    // The poll took its 120 ms in the service: over 100 ms, within 250 ms.
+    expect(upTo('poll', 0.1)).toBe(0);
+    expect(upTo('poll', 0.25)).toBe(1);
+    expect(upTo('reply', 0.05)).toBe(1);
+  } finally {
+    server.close();
+    await db.destroy();
+  }
 });
 
 describe('a process at capacity', () => {
