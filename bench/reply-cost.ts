@@ -9,11 +9,13 @@
  * PostgreSQL's CPU (postmaster and backends): the reply half of
  * bench/fleet-real's per-host cost, without HTTP around it.
  *
- *   npm run build && node dist/bench/reply-cost.js [--hosts 50] [--rounds 3000] [--lz4]
+ *   npm run build && node dist/bench/reply-cost.js [--hosts 50] [--rounds 3000] [--lz4 | --uncompressed]
  *
  * --lz4 first sets lz4 compression on the columns a reply writes (where this
- * PostgreSQL has lz4): how much of PostgreSQL's share is pglz compressing
- * ~20 KB twice (the step's output, the host's doc).
+ * PostgreSQL has lz4; the embedded one has not), --uncompressed stores them
+ * out of line without compression (STORAGE EXTERNAL): how much of
+ * PostgreSQL's share is pglz compressing ~20 KB twice (the step's output, the
+ * host's doc).
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -42,6 +44,7 @@ async function main(): Promise<void> {
   const hosts = numberFlag('hosts', 50);
   const rounds = numberFlag('rounds', 3000);
   const lz4 = process.argv.includes('--lz4');
+  const uncompressed = process.argv.includes('--uncompressed');
   const dog = watchdog(20 * 60_000);
   const { dir, pg } = await benchDatabase('reply-cost');
   const db = createDb(pg.url, 4);
@@ -53,6 +56,10 @@ async function main(): Promise<void> {
     if (lz4) {
       await db.raw('alter table host_steps alter column output set compression lz4');
       await db.raw('alter table hosts alter column doc set compression lz4');
+    }
+    if (uncompressed) {
+      await db.raw('alter table host_steps alter column output set storage external');
+      await db.raw('alter table hosts alter column doc set storage external');
     }
     const c = await clusters.createCluster(ctx, user, { name: 'reply', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
     const ie = await infraEnvs.createInfraEnv(ctx, user, { name: 'reply-ie', pull_secret: PULL_SECRET, cluster_id: c.id });
@@ -104,8 +111,8 @@ async function main(): Promise<void> {
     const refreshes = await drainRefreshRequests(ctx);
     wall.sort((a, b) => a - b);
     const per = (x: number) => fmtNum(x / rounds, 3);
-    const compression = ((await db.raw("select attname, attcompression from pg_attribute where attrelid in ('hosts'::regclass, 'host_steps'::regclass) and attname in ('doc', 'output')")).rows as Array<{ attname: string; attcompression: string }>)
-      .map((a) => `${a.attname} ${a.attcompression || 'default'}`)
+    const compression = ((await db.raw("select attname, attcompression, attstorage from pg_attribute where attrelid in ('hosts'::regclass, 'host_steps'::regclass) and attname in ('doc', 'output')")).rows as Array<{ attname: string; attcompression: string; attstorage: string }>)
+      .map((a) => `${a.attname} ${a.attstorage === 'e' ? 'uncompressed' : a.attcompression || 'default'}`)
       .join(', ');
     process.stdout.write(
       `reply-cost: ${rounds} connectivity replies in a cluster of ${hosts} (${fmtNum(bytes / rounds / 1024, 1)} KB each; compression ${compression}; ${refreshes} refreshes asked for by them)\n` +
