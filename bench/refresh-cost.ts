@@ -22,22 +22,15 @@
  * refreshes pending at once, as under load, which a refresher batches.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { parseConfig } from '../src/config';
-import { createDb } from '../src/db/database';
-import { createRepos } from '../src/services/context';
-import { buildServiceContext } from '../src/services/build-context';
-import { LocalObjectStore } from '../src/storage/local-object-store';
 import type { Principal } from '../src/auth/principal';
 import * as agents from '../src/services/agent-service';
 import * as clusters from '../src/services/clusters-service';
 import * as infraEnvs from '../src/services/infra-envs-service';
 import { drainRefreshRequests, requestRefresh } from '../src/services/refresh-queue';
 import { REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../src/services/refresh-service';
-import { benchDatabase, fmtNum, numberFlag, postmasterPid, treeCpuSeconds, watchdog } from './support';
+import { fmtNum, numberFlag, treeCpuSeconds } from './support';
+import { runServiceBench } from './service-bench';
 import { inventoryFor } from './inventory';
-import path from 'node:path';
-import { rmSync } from 'node:fs';
 
 const GIB = 1024 ** 3;
 const PULL_SECRET = JSON.stringify({ auths: { 'quay.io': { auth: 'eDp5' } } });
@@ -59,110 +52,92 @@ function connectivity(ids: string[], self: number, round: number): string {
   return JSON.stringify({ remote_hosts });
 }
 
-async function main(): Promise<void> {
+runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   const hosts = numberFlag('hosts', 50);
   const clusterCount = numberFlag('clusters', 1);
   const rounds = numberFlag('rounds', 2000);
   const withConnectivity = process.argv.includes('--connectivity');
-  const dog = watchdog(20 * 60_000);
-  const { dir, pg } = await benchDatabase('refresh-cost');
-  const db = createDb(pg.url, 4);
-  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: path.join(dir, 'objects') });
-  const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
-  const ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(path.join(dir, 'store')), temporal: noTemporal });
   const user: Principal = { kind: 'admin', user: 'root' };
-  try {
-    const fleet: Array<{ clusterId: string; infraEnvId: string; agent: Principal; ids: string[] }> = [];
-    for (let k = 0; k < clusterCount; k++) {
-      const c = await clusters.createCluster(ctx, user, { name: `rc${k}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
-      const ie = await infraEnvs.createInfraEnv(ctx, user, { name: `rc${k}-ie`, pull_secret: PULL_SECRET, cluster_id: c.id });
-      const agent: Principal = { kind: 'agent', infraEnvId: ie.id };
-      const ids: string[] = [];
-      for (let i = 0; i < hosts; i++) {
-        const id = randomUUID();
-        ids.push(id);
-        await agents.registerHost(ctx, agent, ie.id, { host_id: id });
-        await agents.postStepReply(ctx, agent, ie.id, id, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512) });
-      }
-      fleet.push({ clusterId: c.id, infraEnvId: ie.id, agent, ids });
+  const fleet: Array<{ clusterId: string; infraEnvId: string; agent: Principal; ids: string[] }> = [];
+  for (let k = 0; k < clusterCount; k++) {
+    const c = await clusters.createCluster(ctx, user, { name: `rc${k}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });
+    const ie = await infraEnvs.createInfraEnv(ctx, user, { name: `rc${k}-ie`, pull_secret: PULL_SECRET, cluster_id: c.id });
+    const agent: Principal = { kind: 'agent', infraEnvId: ie.id };
+    const ids: string[] = [];
+    for (let i = 0; i < hosts; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      await agents.registerHost(ctx, agent, ie.id, { host_id: id });
+      await agents.postStepReply(ctx, agent, ie.id, id, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512) });
     }
-    const replyOne = (f: (typeof fleet)[number], i: number, round: number) =>
-      withConnectivity
-        ? agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'connectivity-check', step_id: `connectivity-check-${randomUUID()}`, output: connectivity(f.ids, i, round) })
-        : agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512 + (round % 16)) });
-    const reply = async (i: number, round: number) => {
-      for (const f of fleet) {
-        await replyOne(f, i, round);
-        if (withConnectivity) await requestRefresh(db, { clusterId: f.clusterId });
-      }
-    };
-    if (withConnectivity) for (let i = 0; i < hosts; i++) await reply(i, 0);
-    await drainRefreshRequests(ctx);
-    await drainRefreshRequests(ctx);
-    let statements = 0;
-    let trace = false;
-    db.on('query', (q: { sql: string }) => {
-      statements++;
-      // TRACE_SQL=1: the statements of the first measured drain (knex's; hotQuery's own statements are not seen here).
-      if (trace) process.stdout.write(`  sql: ${q.sql.replace(/\s+/g, ' ').slice(0, 150)}\n`);
-    });
-    const pgPid = postmasterPid(path.join(dir, 'pg'));
-    // Warm-up: JIT and the refresher's copy of the hosts.
-    for (let r = 0; r < Math.min(200, rounds); r++) {
-      await reply(r % hosts, r + 1);
-      await drainRefreshRequests(ctx);
-    }
-    let cpu = 0;
-    let pgCpu = 0;
-    let refreshStatements = 0;
-    let refreshed = 0;
-    const wall: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      await reply(r % hosts, r + 201);
-      const pg0 = treeCpuSeconds(pgPid);
-      const s0 = statements;
-      const c0 = process.cpuUsage();
-      const t0 = process.hrtime.bigint();
-      trace = r === 0 && !!process.env.TRACE_SQL;
-      refreshed += await drainRefreshRequests(ctx);
-      trace = false;
-      wall.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      const c1 = process.cpuUsage(c0);
-      cpu += (c1.user + c1.system) / 1000;
-      pgCpu += (treeCpuSeconds(pgPid) - pg0) * 1000;
-      refreshStatements += statements - s0;
-    }
-    wall.sort((a, b) => a - b);
-    // With --expose-gc: the refresher's copy of the hosts, measured as the heap it frees when emptied.
-    const gc = (globalThis as { gc?: () => void }).gc;
-    let heapLine = '';
-    if (gc) {
-      const used = () => {
-        gc();
-        gc();
-        return process.memoryUsage().heapUsed;
-      };
-      const full = used();
-      setRefreshCacheHosts(0);
-      const empty = used();
-      setRefreshCacheHosts(REFRESH_CACHE_HOSTS);
-      heapLine = `heap held by the refresher's copy: ${fmtNum((full - empty) / 1024 / (hosts * clusterCount), 1)} KB per host (${fmtNum((full - empty) / 1024 ** 2, 1)} MB for ${hosts * clusterCount} hosts)\n`;
-    }
-    const per = (x: number) => fmtNum(x / refreshed, 2);
-    process.stdout.write(
-      `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes\n` +
-        `per refresh: API CPU ${per(cpu)} ms, PostgreSQL CPU ${per(pgCpu)} ms, ${per(refreshStatements)} statements; drain wall p50 ${fmtNum(wall[Math.floor(rounds / 2)]!, 2)} ms, p99 ${fmtNum(wall[Math.floor(rounds * 0.99)]!, 2)} ms\n` +
-        heapLine,
-    );
-  } finally {
-    await db.destroy();
-    await pg.stop();
-    rmSync(dir, { recursive: true, force: true });
-    clearTimeout(dog);
+    fleet.push({ clusterId: c.id, infraEnvId: ie.id, agent, ids });
   }
-}
-
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  process.exit(1);
+  const replyOne = (f: (typeof fleet)[number], i: number, round: number) =>
+    withConnectivity
+      ? agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'connectivity-check', step_id: `connectivity-check-${randomUUID()}`, output: connectivity(f.ids, i, round) })
+      : agents.postStepReply(ctx, f.agent, f.infraEnvId, f.ids[i]!, { step_type: 'inventory', step_id: `inventory-${randomUUID()}`, output: inventory(i + 1, 512 + (round % 16)) });
+  const reply = async (i: number, round: number) => {
+    for (const f of fleet) {
+      await replyOne(f, i, round);
+      if (withConnectivity) await requestRefresh(db, { clusterId: f.clusterId });
+    }
+  };
+  if (withConnectivity) for (let i = 0; i < hosts; i++) await reply(i, 0);
+  await drainRefreshRequests(ctx);
+  await drainRefreshRequests(ctx);
+  let statements = 0;
+  let trace = false;
+  db.on('query', (q: { sql: string }) => {
+    statements++;
+    // TRACE_SQL=1: the statements of the first measured drain (knex's; hotQuery's own statements are not seen here).
+    if (trace) process.stdout.write(`  sql: ${q.sql.replace(/\s+/g, ' ').slice(0, 150)}\n`);
+  });
+  const pgPid = postmaster();
+  // Warm-up: JIT and the refresher's copy of the hosts.
+  for (let r = 0; r < Math.min(200, rounds); r++) {
+    await reply(r % hosts, r + 1);
+    await drainRefreshRequests(ctx);
+  }
+  let cpu = 0;
+  let pgCpu = 0;
+  let refreshStatements = 0;
+  let refreshed = 0;
+  const wall: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    await reply(r % hosts, r + 201);
+    const pg0 = treeCpuSeconds(pgPid);
+    const s0 = statements;
+    const c0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    trace = r === 0 && !!process.env.TRACE_SQL;
+    refreshed += await drainRefreshRequests(ctx);
+    trace = false;
+    wall.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const c1 = process.cpuUsage(c0);
+    cpu += (c1.user + c1.system) / 1000;
+    pgCpu += (treeCpuSeconds(pgPid) - pg0) * 1000;
+    refreshStatements += statements - s0;
+  }
+  wall.sort((a, b) => a - b);
+  // With --expose-gc: the refresher's copy of the hosts, measured as the heap it frees when emptied.
+  const gc = (globalThis as { gc?: () => void }).gc;
+  let heapLine = '';
+  if (gc) {
+    const used = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const full = used();
+    setRefreshCacheHosts(0);
+    const empty = used();
+    setRefreshCacheHosts(REFRESH_CACHE_HOSTS);
+    heapLine = `heap held by the refresher's copy: ${fmtNum((full - empty) / 1024 / (hosts * clusterCount), 1)} KB per host (${fmtNum((full - empty) / 1024 ** 2, 1)} MB for ${hosts * clusterCount} hosts)\n`;
+  }
+  const per = (x: number) => fmtNum(x / refreshed, 2);
+  process.stdout.write(
+    `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes\n` +
+      `per refresh: API CPU ${per(cpu)} ms, PostgreSQL CPU ${per(pgCpu)} ms, ${per(refreshStatements)} statements; drain wall p50 ${fmtNum(wall[Math.floor(rounds / 2)]!, 2)} ms, p99 ${fmtNum(wall[Math.floor(rounds * 0.99)]!, 2)} ms\n` +
+      heapLine,
+  );
 });
