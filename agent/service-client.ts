@@ -82,10 +82,12 @@ export class ServiceClient {
     private readonly observe?: RequestObserver,
   ) {}
 
-  /** The service's origin and any path before the API's (a service behind a proxy's prefix), split once. */
+  private split: { origin: string; prefix: string } | undefined;
+  /** The service's origin and any path before the API's (a service behind a proxy's prefix), split on first use: it is on every request. */
   private target(): { origin: string; prefix: string } {
+    if (this.split) return this.split;
     const url = new URL(this.cfg.serviceUrl);
-    return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+    return (this.split = { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') });
   }
 
   async request(method: string, path: string, body?: unknown, signal?: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<HttpAnswer> {
