@@ -57,6 +57,7 @@ interface Options {
   poolMax?: number;
   nodeOptions?: string;
   apiEnv: Record<string, string>;
+  pgSql: string[];
   cpuProf: boolean;
   pgStats: boolean;
   json?: string;
@@ -84,6 +85,7 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --pool-max N              DATABASE_POOL_MAX of the API (default: the service default)
   --node-options "…"        NODE_OPTIONS of the API processes only
   --api-env K=V             another environment variable of the API processes (repeatable), e.g. API_REFRESHER=false
+  --pg-sql SQL              a statement run on the database after its migrations (repeatable), e.g. a setting under study
   --cpu-prof                profile every API process; summarise the window at ${TARGET_RPS} req/s (or the highest rate)
   --pg-stats                pg_stat_statements over the same window
   --json FILE               also write the result there
@@ -112,6 +114,7 @@ function parseArgs(argv: string[]): Options {
     pgStats: false,
     noResultFile: false,
     apiEnv: {},
+    pgSql: [],
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -147,6 +150,7 @@ function parseArgs(argv: string[]): Options {
         o.apiEnv[k!] = v.join('=');
         break;
       }
+      case '--pg-sql': o.pgSql.push(next() ?? ''); break;
       case '--cpu-prof': o.cpuProf = true; break;
       case '--pg-stats': o.pgStats = true; break;
       case '--json': o.json = next(); break;
@@ -215,7 +219,7 @@ async function main(): Promise<void> {
     // Kept after the run, in the checkout's ignored .state folder, for a closer look (e.g. in Chrome's DevTools).
     const profDir = opts.cpuProf ? path.join(repoRoot(), '.state', 'bench', `agent-api-prof-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
     if (profDir) mkdirSync(profDir, { recursive: true });
-    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, apiEnv: opts.apiEnv, cpuProfDir: profDir, pgStats: opts.pgStats });
+    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, apiEnv: opts.apiEnv, cpuProfDir: profDir, pgStats: opts.pgStats, pgSql: opts.pgSql });
     const s = stack;
     const rssIdle = treeRssKb(s.apiPid);
     log(`API up: ${rssIdle.processes} process(es) in its tree (pid ${s.apiPid}), ${mb(rssIdle.kb)} RSS; registering hosts`);
@@ -236,10 +240,12 @@ async function main(): Promise<void> {
     const profileRate = opts.rates.includes(TARGET_RPS) ? TARGET_RPS : opts.rates[opts.rates.length - 1]!;
     let profileWindow: { fromUs: number; toUs: number } | undefined;
     let pgTop: Array<Record<string, unknown>> = [];
+    let hotShare: { updates: number; hot: number } | undefined;
     const measure = async (rate: number, bisection: boolean): Promise<RateWindow> => {
       if (opts.settle > 0) await sleep(opts.settle * 1000);
       const profiled = rate === profileRate && !bisection;
       if (profiled && opts.pgStats) await s.pgQuery('select pg_stat_statements_reset()');
+      const upd0 = profiled && opts.pgStats ? await hostUpdates(s) : undefined;
       rss.reset();
       const fromUs = Number(process.hrtime.bigint() / 1000n);
       const c0 = cpuSnapshot(s, g.pid);
@@ -252,6 +258,10 @@ async function main(): Promise<void> {
       if (profiled) {
         profileWindow = { fromUs, toUs };
         if (opts.pgStats) {
+          // The counters are flushed by each backend about once a second: let the window's last ones land.
+          await sleep(1500);
+          const upd1 = await hostUpdates(s);
+          if (upd0) hotShare = { updates: upd1.updates - upd0.updates, hot: upd1.hot - upd0.hot };
           pgTop = (
             await s.pgQuery(
               `select calls::int as calls, total_exec_time as total_ms, mean_exec_time as mean_ms, regexp_replace(query, '\\s+', ' ', 'g') as query
@@ -343,6 +353,7 @@ async function main(): Promise<void> {
     if (s.apiLog.lines > 0) log(`API log         ${s.apiLog.lines} lines at warn or above; last: ${s.apiLog.last.slice(-3).join(' | ').slice(0, 600)}`);
     if (opts.pgStats && pgTop.length) {
       log(`PostgreSQL      top statements in the ${fmt(profileRate)} req/s window:`);
+      if (hotShare) log(`  hosts rows updated in that window: ${fmt(hotShare.updates)}, of which HOT (no index entry written): ${fmt(hotShare.hot)} (${fmt((100 * hotShare.hot) / Math.max(1, hotShare.updates), 1)} %)`);
       for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${String(r.query).slice(0, 160)}`);
     }
 
@@ -435,3 +446,9 @@ main().then(
     process.exit(1);
   },
 );
+
+/** The hosts table's row updates so far, and how many were heap-only (HOT): an update that wrote no index entry. */
+async function hostUpdates(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<{ updates: number; hot: number }> {
+  const r = (await s.pgQuery(`select n_tup_upd::bigint as upd, n_tup_hot_upd::bigint as hot from pg_stat_user_tables where relname = 'hosts'`)).rows[0];
+  return { updates: Number(r?.upd ?? 0), hot: Number(r?.hot ?? 0) };
+}

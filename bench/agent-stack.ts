@@ -37,6 +37,8 @@ export interface StackOptions {
   /** Every API process writes a CPU profile here (node --cpu-prof). */
   cpuProfDir?: string;
   pgStats?: boolean;
+  /** Statements run on the database after its migrations (a PostgreSQL setting under study). */
+  pgSql?: string[];
 }
 
 export interface Stack {
@@ -102,6 +104,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     const db = createDb(pg.url, 2);
     await migrateLatest(db);
     await db.destroy();
+    for (const sql of o.pgSql ?? []) await pgQuery(sql);
 
     const port = await freePort();
     const nodeOptions = o.nodeOptions ?? '';

@@ -247,6 +247,27 @@ async function api<T = any>(base: string, method: string, p: string, body?: unkn
   }
 }
 
+const SNO_STAGES = STAGES_BY_ROLE.sno;
+
+/** The stage is after the single-node host's image write. */
+function pastWriting(stage: string | undefined): boolean {
+  const at = SNO_STAGES.indexOf(stage as (typeof SNO_STAGES)[number]);
+  return at > SNO_STAGES.indexOf('Writing image to disk');
+}
+
+/** The fleet's agent has started an install step and not finished it (its own ledger, on disk). */
+function agentMidInstall(f: { stateDir: string; infraEnvId: string }): boolean {
+  for (const hostDir of existsSync(f.stateDir) ? readdirSync(f.stateDir) : []) {
+    try {
+      const entries = JSON.parse(readFileSync(path.join(f.stateDir, hostDir, `started-${f.infraEnvId}.json`), 'utf8')) as Array<{ finished?: boolean }>;
+      if (Array.isArray(entries) && entries.some((e) => e && e.finished === false)) return true;
+    } catch {
+      /* no ledger yet, or caught mid-write: not mid-install as far as the lab can tell */
+    }
+  }
+  return false;
+}
+
 /** What a run must stop if its process is interrupted (Ctrl-C on the bench): its fleets and its stack. */
 const running = new Set<() => Promise<void>>();
 
@@ -344,15 +365,21 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           return;
         }
         // The victim: its agent is killed while it writes the image, and started again after a pause.
-        if (!victimDone && c.hosts[0]?.progress?.current_stage === 'Writing image to disk') {
+        // The lab samples the service every 500 ms and waits out outages, so it can miss the 4 s
+        // writing stage (seen in CI: the kill never happened). A later stage still counts while the
+        // agent's own ledger says its install step is unfinished: killed then, it stops mid-step all the same.
+        const stage = c.hosts[0]?.progress?.current_stage;
+        const writing = stage === 'Writing image to disk';
+        if (!victimDone && (writing || (pastWriting(stage) && agentMidInstall(f)))) {
           victimDone = true;
-          await sleep(between([200, 2500]));
+          // Only while writing is there time for a random moment within the stage.
+          if (writing) await sleep(between([200, 2500]));
           const at = Date.now() - started;
           const pid = f.proc?.pid;
           f.proc?.kill('SIGKILL');
           const down = between([1000, 3000]);
           kills.push({ component: 'agent', target: `fleet ${f.name} pid ${pid}`, atMs: at, downMs: down, inFlight: await inFlight() });
-          o.log(`kill agent of ${f.name} (pid ${pid}) at ${at} ms while writing; back in ${down} ms`);
+          o.log(`kill agent of ${f.name} (pid ${pid}) at ${at} ms (service saw stage ${stage}); back in ${down} ms`);
           await sleep(down);
           startFleet(f);
           continue;
