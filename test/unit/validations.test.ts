@@ -180,6 +180,28 @@ describe('network derivation', () => {
     const lowered = { ...DEFAULT_LIFECYCLE_SETTINGS.requirements.master, cpuCores: 2, ramMib: 4096 };
     expect([...suggestRoles(cluster(small), lowered)].map(([, r]) => r)).toEqual(['master', 'master', 'master']);
   });
+  it('keeps a suggested master while it qualifies, as assisted-service does, and fills only the places left by weight', () => {
+    // Each round stores its suggestions on the hosts, as a refresh does; the next round starts from them.
+    const round = (hs: HostFacts[]) => {
+      const roles = suggestRoles(cluster(hs));
+      for (const h of hs) h.suggestedRole = roles.get(h.id) ?? h.suggestedRole;
+      return hs.filter((h) => roles.get(h.id) === 'master').map((h) => h.id);
+    };
+    // Five equal hosts, h3-h5 already suggested master at an earlier refresh.
+    const hs = ['h1', 'h2', 'h3', 'h4', 'h5'].map((id, i) => host(id, { suggestedRole: i < 2 ? 'worker' : 'master' }));
+    expect(round(hs)).toEqual(['h3', 'h4', 'h5']);
+    // h1 reports less memory (it would rank first on weight): the suggestions stay where they were.
+    hs[0] = host('h1', { ramGiB: 24, suggestedRole: hs[0]!.suggestedRole });
+    expect(round(hs)).toEqual(['h3', 'h4', 'h5']);
+    // A master that no longer qualifies gives its place to the smallest sufficient host.
+    hs[3] = host('h4', { cpu: 2, suggestedRole: hs[3]!.suggestedRole });
+    expect(round(hs)).toEqual(['h1', 'h3', 'h5']);
+    expect(hs[3]!.suggestedRole).toBe('worker');
+    // A host the user made master takes a place: the heaviest suggestion gives way, the lighter ones stay.
+    hs[1] = host('h2', { role: 'master', suggestedRole: hs[1]!.suggestedRole });
+    expect(round(hs)).toEqual(['h1', 'h3']);
+    expect(hs[4]!.suggestedRole).toBe('worker');
+  });
   it('keeps a majority group across host lists only while who reaches whom is the same', () => {
     // Each round is a new host list with new reports, as each refresh builds: latencies move, reach changes twice.
     const round = (cut: string[], rtt: number, ip5 = '10.0.0.15') => {

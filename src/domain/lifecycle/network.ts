@@ -157,18 +157,31 @@ export function meetsMaster(h: HostFacts, req: RoleRequirements = DEFAULT_REQUIR
 /**
  * Suggested roles for auto-assign hosts: masters while fewer than the
  * control-plane count (counting hosts the user made masters), the rest workers.
+ *
+ * A suggestion sticks, as assisted-service's (host.go `selectRole` counts the
+ * other hosts already master by role or by suggestion, so a host suggested
+ * master stays one while it qualifies): hosts already suggested master keep
+ * it first, and only the places left go to the smallest sufficient hosts
+ * (reference §8 ordering). Re-ranking every host on each refresh made the
+ * suggestions flap whenever a host's hardware moved (a memory report 1 GiB up
+ * could swap two masters), which a user sees as roles changing under them,
+ * and each flap re-validated and rewrote every host of the cluster.
  */
 export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements = DEFAULT_REQUIREMENTS.master): Map<string, string> {
   const out = new Map<string, string>();
   let masters = cluster.hosts.filter((h) => h.role === 'master').length;
   const auto = cluster.hosts.filter((h) => h.role === 'auto-assign').sort((a, b) => roleWeight(a) - roleWeight(b) || a.id.localeCompare(b.id));
-  for (const h of auto) {
+  const place = (h: HostFacts) => {
     if (masters < cluster.controlPlaneCount && meetsMaster(h, masterReq)) {
       out.set(h.id, 'master');
       masters++;
-    } else out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
-  }
-  return out;
+    }
+  };
+  for (const h of auto) if (h.suggestedRole === 'master') place(h);
+  for (const h of auto) if (!out.has(h.id)) place(h);
+  for (const h of auto) if (!out.has(h.id)) out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
+  // In the hosts' order (the callers and tests read the map in order).
+  return new Map(cluster.hosts.filter((h) => out.has(h.id)).map((h) => [h.id, out.get(h.id)!]));
 }
 
 /** The lowest latency and loss any role tolerates without a warning: below both, a probe's figures change no check. */
