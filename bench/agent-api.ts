@@ -58,6 +58,7 @@ interface Options {
   nodeOptions?: string;
   apiEnv: Record<string, string>;
   pgSql: string[];
+  pgConf: Record<string, string>;
   cpuProf: boolean;
   pgStats: boolean;
   json?: string;
@@ -86,6 +87,7 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --node-options "…"        NODE_OPTIONS of the API processes only
   --api-env K=V             another environment variable of the API processes (repeatable), e.g. API_REFRESHER=false
   --pg-sql SQL              a statement run on the database after its migrations (repeatable), e.g. a setting under study
+  --pg-conf K=V             a PostgreSQL setting, applied with a restart before the API starts (repeatable), e.g. shared_buffers=1GB
   --cpu-prof                profile every API process; summarise the window at ${TARGET_RPS} req/s (or the highest rate)
   --pg-stats                pg_stat_statements over the same window
   --json FILE               also write the result there
@@ -115,6 +117,7 @@ function parseArgs(argv: string[]): Options {
     noResultFile: false,
     apiEnv: {},
     pgSql: [],
+    pgConf: {},
   };
   const num = (name: string, v: string | undefined, min: number, max: number): number => {
     const n = Number(v);
@@ -151,6 +154,11 @@ function parseArgs(argv: string[]): Options {
         break;
       }
       case '--pg-sql': o.pgSql.push(next() ?? ''); break;
+      case '--pg-conf': {
+        const [k, ...v] = (next() ?? '').split('=');
+        o.pgConf[k!] = v.join('=');
+        break;
+      }
       case '--cpu-prof': o.cpuProf = true; break;
       case '--pg-stats': o.pgStats = true; break;
       case '--json': o.json = next(); break;
@@ -219,7 +227,7 @@ async function main(): Promise<void> {
     // Kept after the run, in the checkout's ignored .state folder, for a closer look (e.g. in Chrome's DevTools).
     const profDir = opts.cpuProf ? path.join(repoRoot(), '.state', 'bench', `agent-api-prof-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
     if (profDir) mkdirSync(profDir, { recursive: true });
-    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, apiEnv: opts.apiEnv, cpuProfDir: profDir, pgStats: opts.pgStats, pgSql: opts.pgSql });
+    stack = await startStack({ processes: opts.processes, poolMax: opts.poolMax, nodeOptions: opts.nodeOptions, apiEnv: opts.apiEnv, cpuProfDir: profDir, pgStats: opts.pgStats, pgSql: opts.pgSql, pgConf: opts.pgConf });
     const s = stack;
     const rssIdle = treeRssKb(s.apiPid);
     log(`API up: ${rssIdle.processes} process(es) in its tree (pid ${s.apiPid}), ${mb(rssIdle.kb)} RSS; registering hosts`);
@@ -264,7 +272,7 @@ async function main(): Promise<void> {
           if (upd0) hotShare = { updates: upd1.updates - upd0.updates, hot: upd1.hot - upd0.hot };
           pgTop = (
             await s.pgQuery(
-              `select calls::int as calls, total_exec_time as total_ms, mean_exec_time as mean_ms, regexp_replace(query, '\\s+', ' ', 'g') as query
+              `select calls::int as calls, plans::int as plans, total_exec_time as total_ms, mean_exec_time as mean_ms, regexp_replace(query, '\\s+', ' ', 'g') as query
                  from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
                  order by total_exec_time desc limit 12`,
             )
@@ -354,7 +362,8 @@ async function main(): Promise<void> {
     if (opts.pgStats && pgTop.length) {
       log(`PostgreSQL      top statements in the ${fmt(profileRate)} req/s window:`);
       if (hotShare) log(`  hosts rows updated in that window: ${fmt(hotShare.updates)}, of which HOT (no index entry written): ${fmt(hotShare.hot)} (${fmt((100 * hotShare.hot) / Math.max(1, hotShare.updates), 1)} %)`);
-      for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${String(r.query).slice(0, 160)}`);
+      // Plans are counted only with pg_stat_statements.track_planning on (--pg-conf pg_stat_statements.track_planning=on).
+      for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.plans)).padStart(7)} plans  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${String(r.query).slice(0, 160)}`);
     }
 
     // Stop the API (CPU profiles are written as its processes exit), then summarise.

@@ -61,6 +61,7 @@ export const ENV_SCHEMA = z.object({
       .optional(),
   ),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_PLAN_CACHE_MODE: z.enum(['force_generic_plan', 'auto', 'force_custom_plan']).default('force_generic_plan'),
   EMBEDDED_POSTGRES_PORT: port.default(5433),
   TEMPORAL_ADDRESS: z
     .string()
@@ -159,7 +160,7 @@ export interface Config {
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
   api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
-  database: { url: string | undefined; poolMax: number; embeddedPort: number };
+  database: { url: string | undefined; poolMax: number; planCacheMode: 'force_generic_plan' | 'auto' | 'force_custom_plan'; embeddedPort: number };
   temporal: {
     address: string;
     namespace: string;
@@ -268,7 +269,7 @@ export function parseConfig(
       admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS, maxLoopLagMs: e.API_AGENT_MAX_LOOP_LAG_MS },
       keepAliveTimeoutMs: e.API_KEEP_ALIVE_TIMEOUT_MS,
     },
-    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
+    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, planCacheMode: e.DATABASE_PLAN_CACHE_MODE, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -340,6 +341,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     SERVICE_BASE_URL: c.api.baseUrl,
     DATABASE_URL: c.database.url,
     DATABASE_POOL_MAX: String(c.database.poolMax),
+    DATABASE_PLAN_CACHE_MODE: c.database.planCacheMode,
     EMBEDDED_POSTGRES_PORT: String(c.database.embeddedPort),
     TEMPORAL_ADDRESS: c.temporal.address,
     TEMPORAL_NAMESPACE: c.temporal.namespace,

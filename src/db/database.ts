@@ -5,8 +5,9 @@ export type Db = Knex;
 
 /**
  * `.options({ prepare: true })` on a hot statement runs it as a named prepared
- * statement: parsed and planned once per connection instead of once per call,
- * which is half of a one-row statement's PostgreSQL CPU. The name is a digest
+ * statement: parsed once per connection instead of once per call, and planned
+ * once too under the pool's plan_cache_mode (createDb), which is half of a
+ * one-row statement's PostgreSQL CPU. The name is a digest
  * of the SQL text, so a builder whose text varies with its arguments is simply
  * several statements. Only for statements of a bounded set of shapes (each
  * name stays prepared for the life of its connection).
@@ -86,11 +87,34 @@ export async function hotQuery<R>(db: Db, text: string, values: unknown[]): Prom
   }
 }
 
-export function createDb(url: string, poolMax = 10): Db {
+export type PlanCacheMode = 'force_generic_plan' | 'auto' | 'force_custom_plan';
+
+/**
+ * The pool. Each connection is set to `planCacheMode` (DATABASE_PLAN_CACHE_MODE)
+ * as it is opened. Why the default is force_generic_plan: PostgreSQL's `auto`
+ * plans a prepared statement again on every execution when a plan made for
+ * the parameters at hand looks cheaper than the generic one, and it did for
+ * the poll's check-in (a null plan folds its CASE away): counted with
+ * pg_stat_statements.track_planning, 45,841 plans for 45,841 check-ins, so
+ * "prepared" saved the parse but not the planning. Forced generic, each hot
+ * statement is planned once per connection; measured at 5,000 hosts and 1,700
+ * req/s, PostgreSQL CPU per request 0.410 → 0.345 ms (bench/README.md,
+ * 2026-11-28). The statements here look rows up by key, where a generic plan
+ * is the plan a custom one would be.
+ */
+export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan'): Db {
   return knex({
     client: PreparingClient as unknown as typeof knex.Client,
     connection: { connectionString: url, connectionTimeoutMillis: 5000 },
-    pool: { min: 0, max: poolMax },
+    pool: {
+      min: 0,
+      max: poolMax,
+      afterCreate: (conn: { query(sql: string, cb: (err: (Error & { code?: string }) | null) => void): void }, done: (err: Error | null, conn: unknown) => void) => {
+        if (planCacheMode === 'auto') return done(null, conn);
+        // A server before PostgreSQL 12 has no such setting (42704): it plans as it always did.
+        conn.query(`set plan_cache_mode = ${planCacheMode}`, (err) => done(err && err.code !== '42704' ? err : null, conn));
+      },
+    },
     acquireConnectionTimeout: 10000,
   });
 }
