@@ -24,6 +24,7 @@ import { startEmbeddedPostgres, type EmbeddedPg } from '../src/dev/embedded-post
 import { startTemporalDevServer, temporalBinary, type TemporalDevServer } from '../src/dev/temporal-dev-server';
 import { freePort, sleep } from '../src/dev/process-utils';
 import { STAGES_BY_ROLE, stageRole } from '../src/domain/install-stages';
+import { StartedSteps } from '../agent/started-steps';
 import { MAIN, startApiReplicas, startWorkerReplicas, type ApiReplicas, type ServiceProcess } from './replica-lab';
 
 export type Component = 'api' | 'worker' | 'temporal' | 'postgres' | 'agent';
@@ -255,17 +256,10 @@ function pastWriting(stage: string | undefined): boolean {
   return at > SNO_STAGES.indexOf('Writing image to disk');
 }
 
-/** The fleet's agent has started an install step and not finished it (its own ledger, on disk). */
+/** The fleet's agent has started an install step and not finished it (its own ledger, on disk, read as the agent reads it). */
 function agentMidInstall(f: { stateDir: string; infraEnvId: string }): boolean {
-  for (const hostDir of existsSync(f.stateDir) ? readdirSync(f.stateDir) : []) {
-    try {
-      const entries = JSON.parse(readFileSync(path.join(f.stateDir, hostDir, `started-${f.infraEnvId}.json`), 'utf8')) as Array<{ finished?: boolean }>;
-      if (Array.isArray(entries) && entries.some((e) => e && e.finished === false)) return true;
-    } catch {
-      /* no ledger yet, or caught mid-write: not mid-install as far as the lab can tell */
-    }
-  }
-  return false;
+  const hostDirs = existsSync(f.stateDir) ? readdirSync(f.stateDir) : [];
+  return hostDirs.some((hostDir) => StartedSteps.inDir(path.join(f.stateDir, hostDir), `started-${f.infraEnvId}`).interrupted().length > 0);
 }
 
 /** What a run must stop if its process is interrupted (Ctrl-C on the bench): its fleets and its stack. */

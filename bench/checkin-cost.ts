@@ -8,25 +8,20 @@
  *
  *   node dist/bench/checkin-cost.js [--calls 20000] [--rounds 2]
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createDb, type PlanCacheMode } from '../src/db/database';
+import type { PlanCacheMode } from '../src/config';
+import { createDb } from '../src/db/database';
 import { createHostsRepo } from '../src/db/hosts-repo';
 import { migrateLatest } from '../src/db/migrations';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort } from '../src/dev/process-utils';
-import { numberFlag } from './support';
-
-/** A process's CPU so far, in ms (utime + stime, at 100 ticks a second). */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
+import { numberFlag, treeCpuSeconds } from './support';
 
 async function main(): Promise<void> {
-  const calls = Math.floor(numberFlag('--calls', 20_000));
-  const rounds = Math.floor(numberFlag('--rounds', 2));
+  const calls = Math.floor(numberFlag('calls', 20_000));
+  const rounds = Math.floor(numberFlag('rounds', 2));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'checkin-cost-'));
   // As root, PostgreSQL runs as its own user and must reach its data folder.
   chmodSync(dir, 0o755);
@@ -45,13 +40,13 @@ async function main(): Promise<void> {
         const hosts = createHostsRepo(db);
         const pid = Number(((await db.raw('select pg_backend_pid() as pid')).rows[0] as { pid: number }).pid);
         for (let i = 0; i < 500; i++) await hosts.checkIn(key, 1_700_000_000, 'v1', new Date());
-        const b0 = cpuMs(pid);
+        const b0 = treeCpuSeconds(pid);
         const c0 = process.cpuUsage();
         const t0 = process.hrtime.bigint();
         for (let i = 0; i < calls; i++) await hosts.checkIn(key, 1_700_000_000 + i, 'v1', new Date());
         const wallUs = Number(process.hrtime.bigint() - t0) / 1000 / calls;
         const c = process.cpuUsage(c0);
-        const backendUs = ((cpuMs(pid) - b0) * 1000) / calls;
+        const backendUs = ((treeCpuSeconds(pid) - b0) * 1e6) / calls;
         process.stdout.write(`${mode.padEnd(19)} PostgreSQL backend ${backendUs.toFixed(1)} µs per check-in, client ${((c.user + c.system) / calls).toFixed(1)} µs, wall ${wallUs.toFixed(1)} µs (${calls} calls)\n`);
       } finally {
         await db.destroy();

@@ -31,6 +31,10 @@ const optionalString = z
  * Every variable Landfall understands, with its default. The README table and
  * the docker-compose test are checked against these keys.
  */
+/** PostgreSQL's plan_cache_mode values the service's connections may be set to (DATABASE_PLAN_CACHE_MODE, src/db/database.ts). */
+export const PLAN_CACHE_MODES = ['force_generic_plan', 'auto', 'force_custom_plan'] as const;
+export type PlanCacheMode = (typeof PLAN_CACHE_MODES)[number];
+
 export const ENV_SCHEMA = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
@@ -61,7 +65,7 @@ export const ENV_SCHEMA = z.object({
       .optional(),
   ),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
-  DATABASE_PLAN_CACHE_MODE: z.enum(['force_generic_plan', 'auto', 'force_custom_plan']).default('force_generic_plan'),
+  DATABASE_PLAN_CACHE_MODE: z.enum(PLAN_CACHE_MODES).default('force_generic_plan'),
   EMBEDDED_POSTGRES_PORT: port.default(5433),
   TEMPORAL_ADDRESS: z
     .string()
@@ -160,7 +164,7 @@ export interface Config {
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
   api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
-  database: { url: string | undefined; poolMax: number; planCacheMode: 'force_generic_plan' | 'auto' | 'force_custom_plan'; embeddedPort: number };
+  database: { url: string | undefined; poolMax: number; planCacheMode: PlanCacheMode; embeddedPort: number };
   temporal: {
     address: string;
     namespace: string;

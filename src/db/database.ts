@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
+import type { PlanCacheMode } from '../config';
 
 export type Db = Knex;
 
@@ -87,8 +88,6 @@ export async function hotQuery<R>(db: Db, text: string, values: unknown[]): Prom
   }
 }
 
-export type PlanCacheMode = 'force_generic_plan' | 'auto' | 'force_custom_plan';
-
 /**
  * The pool. Each connection is set to `planCacheMode` (DATABASE_PLAN_CACHE_MODE)
  * as it is opened. Why the default is force_generic_plan: PostgreSQL's `auto`
@@ -97,9 +96,9 @@ export type PlanCacheMode = 'force_generic_plan' | 'auto' | 'force_custom_plan';
  * the poll's check-in (a null plan folds its CASE away): counted with
  * pg_stat_statements.track_planning, 45,841 plans for 45,841 check-ins, so
  * "prepared" saved the parse but not the planning. Forced generic, each hot
- * statement is planned once per connection; measured at 5,000 hosts and 1,700
- * req/s, PostgreSQL CPU per request 0.410 → 0.345 ms (bench/README.md,
- * 2026-11-28). The statements here look rows up by key, where a generic plan
+ * statement is planned once per connection: the check-in's backend CPU went
+ * from 167 to 58 µs (bench/checkin-cost.ts; bench/README.md, 2026-11-28).
+ * The statements here look rows up by key, where a generic plan
  * is the plan a custom one would be.
  */
 export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan'): Db {

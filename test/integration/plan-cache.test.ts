@@ -5,7 +5,8 @@
  * check-in, the statement every agent poll runs.
  */
 import { Client } from 'pg';
-import { createDb, type PlanCacheMode } from '../../src/db/database';
+import type { PlanCacheMode } from '../../src/config';
+import { createDb } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { createHostsRepo } from '../../src/db/hosts-repo';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';

@@ -180,8 +180,7 @@ export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements 
   for (const h of auto) if (h.suggestedRole === 'master') place(h);
   for (const h of auto) if (!out.has(h.id)) place(h);
   for (const h of auto) if (!out.has(h.id)) out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
-  // In the hosts' order (the callers and tests read the map in order).
-  return new Map(cluster.hosts.filter((h) => out.has(h.id)).map((h) => [h.id, out.get(h.id)!]));
+  return out;
 }
 
 /** The lowest latency and loss any role tolerates without a warning: below both, a probe's figures change no check. */
