@@ -39,7 +39,7 @@ import { AGENT_VERSION } from '../agent/config';
 import { skippedFor } from '../src/domain/host-steps';
 import { sleep } from '../src/dev/process-utils';
 import { emptySamples, expectedPerPoll, mergeSamples, parseServiceTimes, serviceTimesBetween, summarize, type GaugeReading } from './fleet-gauges';
-import { startShard, sumTotals, type FromShard, type ShardSpec, type ShardWindow, type ToShard } from './fleet-shard';
+import { shareClusters, startShard, sumTotals, type FromShard, type ShardSpec, type ShardWindow, type ToShard } from './fleet-shard';
 import {
   CpuMeter,
   createBenchClusters,
@@ -64,6 +64,8 @@ interface Options {
   stepRepeatSeconds?: number;
   /** Hosts per fleet process; 0: the whole fleet in the bench's own process (as measured before the split). */
   hostsPerProcess: number;
+  /** Clusters whose agents run in a lightly loaded process of their own, above the stack's priority: the latency verdict's sample. */
+  probeClusters: number;
   /** Agents hold back a success identical to the last one (Landfall's agent) instead of answering every step (the upstream agent). */
   holdBackUnchanged: boolean;
   /** More environment for the stack (`landfall dev` and so its API and worker processes), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p' (NODE_OPTIONS refuses --cpu-prof). */
@@ -81,6 +83,9 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
   --duration-seconds S       the measured window (default: 3x the longest repeat interval)
   --hosts-per-process N      simulated hosts per fleet process (default 2000); 0 runs the whole fleet inside
                              the bench's process (how it was measured before: its own GC and lag inflate latency)
+  --probe-clusters N         clusters (spread over the fleet) whose agents run in a process of their own at a
+                             priority above the stack's, as an agent alone on its machine (default 4: 200 hosts);
+                             the poll p99 verdict is judged on them; 0: on the whole fleet
   --hold-back-unchanged      agents do not post a success identical to their last one (Landfall's own agent's
                              economy); by default every step handed out is answered, as the upstream agent does
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
@@ -90,7 +95,7 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [] };
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, probeClusters: 4, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [] };
   const num = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
@@ -107,6 +112,7 @@ function parseArgs(argv: string[]): Options {
       case '--duration-seconds': o.durationSeconds = num(a, next(), 10, 24 * 3600); break;
       case '--step-repeat-seconds': o.stepRepeatSeconds = num(a, next(), 1, 24 * 3600); break;
       case '--hosts-per-process': o.hostsPerProcess = num(a, next(), 0, 100_000); break;
+      case '--probe-clusters': o.probeClusters = num(a, next(), 0, 1000); break;
       case '--hold-back-unchanged': o.holdBackUnchanged = true; break;
       case '--stack-env': {
         const kv = next() ?? '';
@@ -150,6 +156,8 @@ const BUDGET_MS_PER_HOST_MINUTE = 1.2; // 2 cores for 100,000 hosts: 120 core-s 
 interface ShardHandle {
   pid: number;
   hosts: number;
+  /** The probe agents' process (--probe-clusters). */
+  probe: boolean;
   totals(): Promise<FleetTotals>;
   startWindow(): void;
   endWindow(): Promise<ShardWindow>;
@@ -158,10 +166,10 @@ interface ShardHandle {
 
 function localShard(spec: ShardSpec, hosts: number): ShardHandle {
   const sh = startShard(spec);
-  return { pid: process.pid, hosts, totals: async () => sh.totals(), startWindow: () => sh.startWindow(), endWindow: async () => sh.endWindow(), stop: () => sh.stop() };
+  return { pid: process.pid, hosts, probe: false, totals: async () => sh.totals(), startWindow: () => sh.startWindow(), endWindow: async () => sh.endWindow(), stop: () => sh.stop() };
 }
 
-async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[]): Promise<ShardHandle> {
+async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[], probe: boolean): Promise<ShardHandle> {
   const child: ChildProcess = fork(path.join(__dirname, 'fleet-shard.js'), [], { execArgv: ['--max-old-space-size=4096', ...nodeArgs], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let next = 0;
   let gone: Error | undefined;
@@ -192,7 +200,7 @@ async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[]): Pr
   // ten fleet processes would otherwise take as much of the 2 cores as the stack (the one in-process fleet was held to
   // one): below the stack's priority they wait instead, and what they wait shows in their loop delay.
   try {
-    os.setPriority(child.pid!, FLEET_NICE);
+    os.setPriority(child.pid!, probe ? PROBE_NICE : FLEET_NICE);
   } catch {
     /* not allowed here: the fleet runs at the stack's priority */
   }
@@ -201,6 +209,7 @@ async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[]): Pr
   return {
     pid: child.pid!,
     hosts,
+    probe,
     totals: async () => ((await ask((id) => ({ type: 'totals', id }))) as Extract<FromShard, { type: 'totals' }>).totals,
     startWindow: () => void child.send({ type: 'window-start' } satisfies ToShard),
     endWindow: async () => ((await ask((id) => ({ type: 'window-end', id }))) as Extract<FromShard, { type: 'window' }>).window,
@@ -217,6 +226,14 @@ async function forkShard(spec: ShardSpec, hosts: number, nodeArgs: string[]): Pr
 }
 
 const FLEET_NICE = 10;
+/**
+ * The probe agents stand for machines of their own: an agent alone on its
+ * host reads the service's answer as it arrives. Their process is a few
+ * hundred agents (a few thousandths of a core), above the stack's priority so
+ * that it is not the one waiting for a core when an answer comes in; the ten
+ * shards below the stack do wait, and their timestamps carry it.
+ */
+const PROBE_NICE = -10;
 
 /** A fleet process whose loop is this late, or this busy, delays its own timestamps: its latencies overstate the service's. */
 const SATURATED = { loopP99Ms: 10, cpuCores: 0.8 };
@@ -247,8 +264,9 @@ async function main(): Promise<void> {
     const clusters = Math.ceil(o.hosts / o.hostsPerCluster);
     // Whole clusters per process, so a cluster's simulated network (its connectivity checks) stays in one process.
     const clustersPerProcess = o.hostsPerProcess === 0 ? clusters : Math.max(1, Math.round(o.hostsPerProcess / o.hostsPerCluster));
-    const processes = Math.ceil(clusters / clustersPerProcess);
-    out(`fleet-real: ${fmtNum(o.hosts)} simulated hosts, clusters of ${o.hostsPerCluster}, service cadence; repeat intervals ${Object.entries(repeatMs).map(([k, v]) => `${k} ${v / 1000} s`).join(', ')}; ramp ${o.rampSeconds} s, warm-up ${warmup} s, window ${duration} s; ${o.hostsPerProcess === 0 ? 'the fleet in the bench process' : `${processes} fleet processes of ≤ ${fmtNum(clustersPerProcess * o.hostsPerCluster)} hosts`}; load ${load0}`);
+    const sharing = shareClusters(clusters, clustersPerProcess, o.hostsPerProcess === 0 ? 0 : o.probeClusters);
+    const processes = sharing.shares.length + (sharing.probe.length ? 1 : 0);
+    out(`fleet-real: ${fmtNum(o.hosts)} simulated hosts, clusters of ${o.hostsPerCluster}, service cadence; repeat intervals ${Object.entries(repeatMs).map(([k, v]) => `${k} ${v / 1000} s`).join(', ')}; ramp ${o.rampSeconds} s, warm-up ${warmup} s, window ${duration} s; ${o.hostsPerProcess === 0 ? 'the fleet in the bench process' : `${processes} fleet processes of ≤ ${fmtNum(clustersPerProcess * o.hostsPerCluster)} hosts${sharing.probe.length ? `, one of them the probe agents' (${sharing.probe.length} clusters, nice ${PROBE_NICE})` : ''}`}; load ${load0}`);
     stack = await startDevStack({ env: { ...stepEnv, ...o.stackEnv } });
     const s = stack;
     const port = Number(new URL(s.url).port);
@@ -260,14 +278,12 @@ async function main(): Promise<void> {
     // ---- the fleet: whole clusters per process; 8,000 keep-alive sockets shared out over all of them
     // (64 per cluster passed the 20,000 open files allowed here at 400 clusters: EMFILE).
     const connectionsPerFleet = Math.max(2, Math.min(64, Math.floor(8000 / clusters)));
-    for (let p = 0; p < processes; p++) {
-      const mine = Array.from({ length: Math.min(clustersPerProcess, clusters - p * clustersPerProcess) }, (_, i) => {
-        const k = p * clustersPerProcess + i;
-        return { k, infraEnvId: infraEnvs[k]!, count: Math.min(o.hostsPerCluster, o.hosts - k * o.hostsPerCluster) };
-      });
+    const groups = [...sharing.shares.map((ks) => ({ ks, probe: false })), ...(sharing.probe.length ? [{ ks: sharing.probe, probe: true }] : [])];
+    for (const { ks, probe } of groups) {
+      const mine = ks.map((k) => ({ k, infraEnvId: infraEnvs[k]!, count: Math.min(o.hostsPerCluster, o.hosts - k * o.hostsPerCluster) }));
       const spec: ShardSpec = { serviceUrl: s.url, clusters: mine, totalClusters: clusters, hostsPerCluster: o.hostsPerCluster, rampSeconds: o.rampSeconds, connectionsPerFleet, answerEveryStep: !o.holdBackUnchanged };
       const hosts = mine.reduce((n, c) => n + c.count, 0);
-      shards.push(o.hostsPerProcess === 0 ? localShard(spec, hosts) : await forkShard(spec, hosts, o.fleetNodeArgs));
+      shards.push(o.hostsPerProcess === 0 ? localShard(spec, hosts) : await forkShard(spec, hosts, o.fleetNodeArgs, probe));
     }
     const totalsNow = async () => sumTotals(await Promise.all(shards.map((sh) => sh.totals())));
     const t0 = Date.now();
@@ -374,7 +390,14 @@ async function main(): Promise<void> {
       cpuCoresBusiest: Math.max(...gen.map((g) => g.cpuCores)),
       perProcess: gen,
     };
-    const trustworthy = generator.saturatedProcesses === 0 && cpu.machineBusy < 1.8;
+    // The verdict's sample: the probe agents where there are some (a process of their own, above the stack), else everyone.
+    const probeIdx = shards.flatMap((sh, i) => (sh.probe ? [i] : []));
+    const probeSamples = probeIdx.length ? probeIdx.reduce((acc, i) => mergeSamples(acc, windows[i]!.samples), emptySamples()) : undefined;
+    const probePoll = probeSamples ? summarize(probeSamples.poll) : undefined;
+    const probeHosts = probeIdx.reduce((n, i) => n + shards[i]!.hosts, 0);
+    const judged = probePoll ?? poll;
+    const judgedBy = probeIdx.length ? gen.filter((_, i) => shards[i]!.probe) : gen;
+    const trustworthy = judgedBy.every((g) => !g.saturated) && cpu.machineBusy < 1.8;
     const stackCores = STACK.reduce((sum, k) => sum + (cpu.cores[k] ?? 0), 0);
     const per1000 = Object.fromEntries(Object.entries(cpu.cores).map(([k, v]) => [k, (v * 1000) / o.hosts]));
     const msPerHostMinute = (stackCores * 60 * 1000) / o.hosts;
@@ -384,9 +407,14 @@ async function main(): Promise<void> {
     out(`fleet-real: ${fmtNum(o.hosts)} simulated hosts in ${fmtNum(clusters)} clusters, ${secs.toFixed(0)} s window, ${os.cpus().length} CPUs; load ${load0} at start, ${loadW0} at the window's start, ${loadAverage()} at its end`);
     out(`  statuses    before ${statusesBefore.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}; after ${statusesAfter.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
     out(`  polls       ${fmtNum(polls / secs, 1)}/s (a poll every ${fmtNum(pollPeriod, 1)} s per host), replies ${fmtNum(replies / secs, 1)}/s, replies held back as unchanged ${fmtNum(skipped / secs, 1)}/s, failures ${fmtNum(failures)}`);
-    out(`  poll        ${latencyLine(poll.wire)}   written → answered   (target p99 < 50 ms → ${poll.wire.p99 < 50 ? 'MET' : 'MISSED'}${trustworthy ? '' : '; NOT A VERDICT: the generator or the machine was saturated'})`);
+    const verdict = `target p99 < 50 ms → ${judged.wire.p99 < 50 ? 'MET' : 'MISSED'}${trustworthy ? '' : `; NOT A VERDICT: ${probePoll ? 'the probe process' : 'the generator'} or the machine was saturated`}`;
+    out(`  poll        ${latencyLine(poll.wire)}   written → answered, every agent${probePoll ? (generator.saturatedProcesses ? ` (${generator.saturatedProcesses} fleet process(es) saturated: their timestamps carry their lag)` : '') : `   (${verdict})`}`);
     out(`              ${latencyLine(poll.total)}   as the agent saw it (its call → the body read)`);
     out(`              ${latencyLine(poll.toWrite)}   its call → written to a socket (the generator's own wait)`);
+    if (probePoll) {
+      out(`  probe poll  ${latencyLine(probePoll.wire)}   written → answered, the ${fmtNum(probeHosts)} probe agents   (${verdict})`);
+      out(`              ${latencyLine(probePoll.total)}   as they saw it`);
+    }
     out(`  reply       ${latencyLine(reply.wire)}   written → answered`);
     const service = serviceBefore && serviceAfter && Object.keys(serviceAfter).length ? serviceTimesBetween(serviceBefore, serviceAfter) : undefined;
     const bound = (ms: number) => (Number.isFinite(ms) ? `≤ ${fmtNum(ms, ms < 10 ? 1 : 0)} ms` : '> 10 s');
@@ -426,6 +454,9 @@ async function main(): Promise<void> {
           // `poll`/`reply`: from the request's write to a socket to its answer's headers (the figure the target is judged on);
           // `*AsAgentSaw`: from the agent's call to the body read; `pollToWrite`: the generator's own wait before the write.
           serviceTimes: service ?? null,
+          probe: probePoll ? { hosts: probeHosts, clusters: sharing.probe, nice: PROBE_NICE, poll: probePoll.wire, pollAsAgentSaw: probePoll.total } : null,
+          // What the p99 < 50 ms verdict was judged on: the probe agents' poll, written → answered, or (no probes) every agent's.
+          verdict: { on: probePoll ? 'probe' : 'all', p99Ms: judged.wire.p99, met: judged.wire.p99 < 50 },
           latencyMs: { poll: poll.wire, reply: reply.wire, pollAsAgentSaw: poll.total, replyAsAgentSaw: reply.total, pollToWrite: poll.toWrite, register: summarize(samples.register).total },
           verdictTrustworthy: trustworthy,
           generator,

@@ -146,3 +146,21 @@ function serveOverIpc(): void {
 }
 
 if (require.main === module && process.send) serveOverIpc();
+
+/**
+ * The fleet's clusters shared out over processes: `probe` clusters spread
+ * evenly over the fleet (so their boots, and so their polls, fall across the
+ * ramp like everyone's) go to a process of their own; the rest in runs of
+ * `perProcess`. Cluster indices, in order.
+ */
+export function shareClusters(clusters: number, perProcess: number, probe: number): { probe: number[]; shares: number[][] } {
+  const n = Math.max(0, Math.min(probe, clusters - 1));
+  const stride = n ? clusters / n : 0;
+  const probes = Array.from({ length: n }, (_, i) => Math.floor(i * stride + stride / 2));
+  const isProbe = new Set(probes);
+  const rest = Array.from({ length: clusters }, (_, k) => k).filter((k) => !isProbe.has(k));
+  const shares: number[][] = [];
+  const size = Math.max(1, perProcess);
+  for (let i = 0; i < rest.length; i += size) shares.push(rest.slice(i, i + size));
+  return { probe: probes, shares };
+}

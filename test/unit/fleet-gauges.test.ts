@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { ServiceClient } from '../../agent/service-client';
 import { GeneratorGauges, RequestTimes, expectedPerPoll, parseServiceTimes, serviceTimesBetween, summarize } from '../../bench/fleet-gauges';
+import { shareClusters } from '../../bench/fleet-shard';
 
 it('splits a request that waited for the one pooled socket into that wait and its time on the wire', async () => {
   const server = http.createServer((_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 150));
@@ -99,5 +100,22 @@ describe("the API's own time, read from its /metrics text", () => {
 
   it('gives nothing for a tree without the metric', () => {
     expect(parseServiceTimes('# HELP other x\nother_total 3\n')).toEqual({});
+  });
+});
+
+describe('shareClusters (the fleet shared out over processes, probe clusters apart)', () => {
+  it('spreads the probe clusters over the fleet and gives every other cluster to exactly one share', () => {
+    const { probe, shares } = shareClusters(400, 40, 4);
+    expect(probe).toEqual([50, 150, 250, 350]);
+    const all = [...probe, ...shares.flat()].sort((a, b) => a - b);
+    expect(all).toEqual(Array.from({ length: 400 }, (_, k) => k));
+    expect(shares.every((s) => s.length <= 40)).toBe(true);
+    expect(shares).toHaveLength(10);
+  });
+  it('without probes, is runs of the process size; never makes every cluster a probe', () => {
+    expect(shareClusters(5, 2, 0)).toEqual({ probe: [], shares: [[0, 1], [2, 3], [4]] });
+    const one = shareClusters(1, 10, 3);
+    expect(one.probe).toEqual([]);
+    expect(one.shares).toEqual([[0]]);
   });
 });
