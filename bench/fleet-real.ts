@@ -30,14 +30,15 @@
  * minute). Everything runs on 127.0.0.1; everything it starts is stopped.
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import type { FleetTotals } from '../agent/fleet';
 import { AGENT_VERSION } from '../agent/config';
 import { skippedFor } from '../src/domain/host-steps';
-import { sleep } from '../src/dev/process-utils';
+import { repoRoot, sleep } from '../src/dev/process-utils';
+import { formatSummary, summarizeCpuProfile } from './cpuprofile-summary';
 import { emptySamples, expectedPerPoll, mergeSamples, parseServiceTimes, serviceTimesBetween, summarize, type GaugeReading } from './fleet-gauges';
 import { shareClusters, startShard, sumTotals, type FromShard, type ShardSpec, type ShardWindow, type ToShard } from './fleet-shard';
 import {
@@ -72,6 +73,8 @@ interface Options {
   stackEnv: Record<string, string>;
   /** More node options for each fleet process, e.g. --cpu-prof --cpu-prof-dir=/tmp/p (to see where the generator's own CPU goes). */
   fleetNodeArgs: string[];
+  /** Profile the stack's Node processes (api, its workers and refresher, worker) and summarise each one's window. */
+  cpuProf: boolean;
   json?: string;
 }
 
@@ -91,11 +94,13 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
   --step-repeat-seconds S    set every discovery step's repeat interval to S (STEP_REPEAT_<TYPE>_SECONDS; needs a tree with those settings)
   --stack-env K=V            more environment for the stack (repeatable), e.g. LANDFALL_CHILD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'
   --fleet-node-args ARGS     more node options for each fleet process (space-separated), e.g. '--cpu-prof --cpu-prof-dir=/tmp/p'
+  --cpu-prof                 profile the stack's Node processes (node --cpu-prof) and print each one's window, by area
+                             and function (the files stay in .state/bench/fleet-real-prof-<time>/)
   --json FILE                the result file (default bench/results/fleet-real-<time>.json)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, probeClusters: 4, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [] };
+  const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, probeClusters: 4, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [], cpuProf: false };
   const num = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
@@ -122,6 +127,7 @@ function parseArgs(argv: string[]): Options {
         break;
       }
       case '--fleet-node-args': o.fleetNodeArgs = (next() ?? '').split(/\s+/).filter(Boolean); break;
+      case '--cpu-prof': o.cpuProf = true; break;
       case '--json': o.json = next(); break;
       case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -253,10 +259,12 @@ async function main(): Promise<void> {
   dog.unref();
   let stack: DevStack | undefined;
   const shards: ShardHandle[] = [];
-  const stopAll = async () => {
-    await Promise.allSettled(shards.map((sh) => sh.stop()));
-    await stack?.stop();
-  };
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      await Promise.allSettled(shards.map((sh) => sh.stop()));
+      await stack?.stop();
+    })());
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
   try {
     const load0 = loadAverage();
@@ -267,7 +275,10 @@ async function main(): Promise<void> {
     const sharing = shareClusters(clusters, clustersPerProcess, o.hostsPerProcess === 0 ? 0 : o.probeClusters);
     const processes = sharing.shares.length + (sharing.probe.length ? 1 : 0);
     out(`fleet-real: ${fmtNum(o.hosts)} simulated hosts, clusters of ${o.hostsPerCluster}, service cadence; repeat intervals ${Object.entries(repeatMs).map(([k, v]) => `${k} ${v / 1000} s`).join(', ')}; ramp ${o.rampSeconds} s, warm-up ${warmup} s, window ${duration} s; ${o.hostsPerProcess === 0 ? 'the fleet in the bench process' : `${processes} fleet processes of ≤ ${fmtNum(clustersPerProcess * o.hostsPerCluster)} hosts${sharing.probe.length ? `, one of them the probe agents' (${sharing.probe.length} clusters, nice ${PROBE_NICE})` : ''}`}; load ${load0}`);
-    stack = await startDevStack({ env: { ...stepEnv, ...o.stackEnv } });
+    const profDir = o.cpuProf ? path.join(repoRoot(), '.state', 'bench', `fleet-real-prof-${new Date().toISOString().replace(/[:.]/g, '-')}`) : undefined;
+    if (profDir) mkdirSync(profDir, { recursive: true });
+    const profEnv: Record<string, string> = profDir ? { LANDFALL_CHILD_NODE_ARGS: `${o.stackEnv.LANDFALL_CHILD_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${profDir}`.trim() } : {};
+    stack = await startDevStack({ env: { ...stepEnv, ...o.stackEnv, ...profEnv } });
     const s = stack;
     const port = Number(new URL(s.url).port);
     const client = keepAliveClient(port, 8);
@@ -335,12 +346,15 @@ async function main(): Promise<void> {
     out(`measuring ${duration} s; host statuses ${statusesBefore.map((x) => `${x.status} ${fmtNum(x.n)}`).join(', ')}`);
     for (const sh of shards) sh.startWindow();
     meter.start();
+    // The profiles' clock is CLOCK_MONOTONIC in microseconds, as hrtime's.
+    const windowFromUs = Number(process.hrtime.bigint() / 1000n);
     for (let left = duration; left > 0; left -= 60) {
       await sleep(Math.min(60, left) * 1000);
       const t = await totalsNow();
       out(`  window ${fmtNum(duration - left + Math.min(60, left))} s: ${fmtNum((t.polls - before.polls) / (duration - left + Math.min(60, left)), 1)} polls/s, ${fmtNum(t.failures - before.failures)} failures; load ${loadAverage()}`);
     }
     const cpu = meter.stop();
+    const windowToUs = Number(process.hrtime.bigint() / 1000n);
     const serviceAfter = await scrapeServiceTimes();
     const windows = await Promise.all(shards.map((sh) => sh.endWindow()));
     clearInterval(sampler);
@@ -475,6 +489,18 @@ async function main(): Promise<void> {
       ) + '\n',
     );
     out(`result file: ${path.relative(process.cwd(), file)}`);
+    if (profDir) {
+      // A process writes its profile as it exits: stop the stack first.
+      await stopAll();
+      const files = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
+      for (const f of files) {
+        const summary = summarizeCpuProfile(JSON.parse(readFileSync(path.join(profDir, f), 'utf8')), { fromUs: windowFromUs, toUs: windowToUs }, 30);
+        if (summary.totalMs < 1000) continue; // a process idle through the window (Temporal's client in the supervisor, a test hook)
+        out(`\nCPU profile ${path.join(profDir, f)}, the window only:`);
+        out(formatSummary(summary));
+      }
+      if (!files.length) out(`no CPU profile was written in ${profDir}`);
+    }
   } finally {
     await stopAll();
   }
