@@ -26,15 +26,6 @@ export function createClustersRepo(db: Knex) {
     getForUpdate(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
       return t(trx).where({ id }).forUpdate().first().options(PREPARED);
     },
-    /**
-     * The refresh's lock: excludes other refreshes and every FOR UPDATE (an
-     * install starting, a user's edit), but not a host registering (its
-     * insert only needs the cluster's key), so a registration never waits
-     * for a refresh to finish.
-     */
-    getForRefresh(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
-      return t(trx).where({ id }).forNoKeyUpdate().first().options(PREPARED);
-    },
     /** A registration's lock: the cluster cannot start installing meanwhile, but refreshes go on. */
     getForKeyShare(id: string, trx: Knex.Transaction): Promise<ClusterRow | undefined> {
       return t(trx).where({ id }).forKeyShare().first().options(PREPARED);

@@ -69,19 +69,22 @@ interface PoolingClient {
 }
 
 /**
- * A hot statement (the poll's check-in, a step reply's facts) run on a pooled
- * connection as a named prepared statement, without knex's query building
+ * A hot statement (the poll's check-in, a step reply's facts, a refresh's
+ * reads) run on a pooled connection, or a transaction's, as a named prepared statement, without knex's query building
  * and runner: their share of a poll's API CPU was about a tenth (profile in
  * bench/README.md, 2026-11-27). The text is PostgreSQL's own (`$1`, a
  * parameter used twice is sent once), fixed, so one name per text. The same
  * pool as every other statement, and the same `query` event (tests count
  * statements by it); errors are pg's, as knex passes them on.
  */
-export async function hotQuery<R>(db: Db, text: string, values: unknown[]): Promise<R[]> {
-  const client = db.client as unknown as PoolingClient;
+export async function hotQuery<R>(db: Db | Knex.Transaction, text: string, values: unknown[]): Promise<R[]> {
+  // In a transaction, knex's transaction client hands out the transaction's own connection and releases nothing.
+  const client = db.client as unknown as PoolingClient & { transacting?: boolean; emit(event: string, arg: unknown): void };
   const connection = await client.acquireConnection();
   try {
-    db.emit('query', { sql: text, bindings: values, method: 'raw' });
+    // A transaction's client passes the event on to the transaction and the root, as knex's own statements do.
+    if (client.transacting) client.emit('query', { sql: text, bindings: values, method: 'raw' });
+    else db.emit('query', { sql: text, bindings: values, method: 'raw' });
     return (await connection.query({ name: statementName(text), text, values })).rows as R[];
   } finally {
     await client.releaseConnection(connection);

@@ -27,3 +27,14 @@ export async function latestShedEpisode(db: Knex | Knex.Transaction): Promise<Sh
   const row = (await db('service_pressure').where({ name: AGENT_API }).first('started_at', 'last_at').options(PREPARED)) as { started_at: Date; last_at: Date } | undefined;
   return row ? { startedAtMs: new Date(row.started_at).getTime(), lastAtMs: new Date(row.last_at).getTime() } : undefined;
 }
+
+/**
+ * The latest episode read by another statement in the same round trip (the
+ * refresh's cluster read joins it: one statement fewer per refresh): the
+ * join's condition, with the row's name as its parameter, and the episode
+ * from the two columns it selected.
+ */
+export const SHED_EPISODE_JOIN = { table: 'service_pressure', name: AGENT_API } as const;
+export function shedEpisodeOf(startedAt: Date | string | null, lastAt: Date | string | null): ShedEpisode | undefined {
+  return startedAt !== null && lastAt !== null ? { startedAtMs: new Date(startedAt).getTime(), lastAtMs: new Date(lastAt).getTime() } : undefined;
+}

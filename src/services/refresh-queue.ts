@@ -208,6 +208,13 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
   });
 }
 
+// CASE orders the evaluation: PostgreSQL sorts plain conditions by cost, and an array match costs more
+// than the lock function, so without it a scan could try the lock of every pending target, not only these.
+// Run without knex's builder (hotQuery): one of the statements every refresh makes.
+const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::text[])
+                           and case when target = any($1::text[]) then pg_try_advisory_xact_lock($2, hashtext(target)) and ${SOFT_COMMIT_SQL} is not null else false end
+                         returning target, cluster_id, infra_env_id, host_id`;
+
 /**
  * Refreshes several targets in one transaction: claims those no other
  * refresher holds (each its advisory lock, as refreshTarget), then reads and
@@ -217,16 +224,7 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
  */
 async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<string[]> {
   return ctx.db.transaction(async (trx) => {
-    // CASE orders the evaluation: PostgreSQL sorts plain conditions by cost, and an array match costs more
-    // than the lock function, so without it a scan could try the lock of every pending target, not only these.
-    const { rows } = (await trx
-      .raw(
-        `delete from refresh_requests where target = any(?::text[])
-           and case when target = any(?::text[]) then pg_try_advisory_xact_lock(?, hashtext(target)) and ${SOFT_COMMIT_SQL} is not null else false end
-         returning target, cluster_id, infra_env_id, host_id`,
-        [targets, targets, LOCK_SPACE],
-      )
-      .options(PREPARED)) as { rows: RequestRow[] };
+    const rows = await hotQuery<RequestRow & { target: string }>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
     const clusterIds = [...new Set(rows.flatMap((r) => (r.cluster_id ? [r.cluster_id] : [])))];
     if (clusterIds.length) await refreshClusters(ctx, trx, clusterIds);
     const unbound = new Map(rows.filter((r) => !r.cluster_id).map((r) => [r.target, r]));

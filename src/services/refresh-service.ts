@@ -23,9 +23,9 @@ import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, freeAddresses, hostFacts, keepReports, rememberReport, type ReportMemo } from './facts-builder';
 import { HOST_LIGHT_COLUMNS } from '../db/hosts-repo';
-import { latestShedEpisode } from '../db/service-pressure-repo';
+import { latestShedEpisode, SHED_EPISODE_JOIN, shedEpisodeOf } from '../db/service-pressure-repo';
 import { isConnected, type ShedEpisode } from '../domain/lifecycle/silence';
-import { PREPARED } from '../db/database';
+import { hotQuery } from '../db/database';
 import { applyClusterEvent, applyHostRefresh } from './status-writer';
 import { requestRefresh } from './refresh-queue';
 import type { ServiceContext } from './context';
@@ -290,6 +290,27 @@ export function setRefreshCacheHosts(hosts: number): void {
  */
 const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
 const heavyCache = new Map<string, CachedHost>();
+/**
+ * The refresh's reads, as fixed texts run without knex's builder (hotQuery):
+ * knex's query building and runner were about a tenth of the refresher's CPU
+ * (bench/refresh-cost, profiled). One shape for one cluster or many (array
+ * parameters); (cluster_id, id) order is each cluster's id order.
+ */
+const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
+// Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
+const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest($1::uuid[], $2::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id';
+/**
+ * The clusters, locked in id order (as every batch of them is, so two never
+ * wait on each other in a circle), with the service's latest shed episode
+ * joined in: one statement where there were two (the episode was read on its
+ * own at every refresh). Only the clusters' rows are locked, FOR NO KEY UPDATE:
+ * that excludes other refreshes and every FOR UPDATE (an install starting, a
+ * user's edit), but not a host registering (its insert only needs the
+ * cluster's key), so a registration never waits for a refresh to finish.
+ */
+const CLUSTERS_SQL = `select c.*, s.started_at as lf_shed_started_at, s.last_at as lf_shed_last_at
+                        from clusters c left join ${SHED_EPISODE_JOIN.table} s on s.name = $2
+                       where c.id = any($1::uuid[]) order by c.id for no key update of c`;
 const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
 
 /** Drops the `count` least recently stored hosts of the copy (a Map keeps insertion order; remember re-inserts). */
@@ -333,8 +354,7 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 
 /** The hosts of these clusters (light columns always, large ones only where this process's copy is stale), by cluster, each in id order. */
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
-  // One statement for one cluster or many (an array parameter: one prepared shape); (cluster_id, id) order is each cluster's id order.
-  const light = (await trx('hosts').whereRaw('cluster_id = any(?::uuid[])', [clusterIds]).orderBy([{ column: 'cluster_id' }, { column: 'id' }]).select(...REFRESH_COLUMNS).options(PREPARED)) as Array<Omit<HostRow, 'inventory' | 'doc'>>;
+  const light = await hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, LIGHT_HOSTS_SQL, [clusterIds]);
   // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
   const entries = new Map<string, CachedHost>();
   const stale = light.filter((r) => {
@@ -345,15 +365,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     return false;
   });
   if (stale.length) {
-    // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
-    const heavy = (
-      await trx
-        .raw('select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest(?::uuid[], ?::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id', [
-          stale.map((r) => r.infra_env_id),
-          stale.map((r) => r.id),
-        ])
-        .options(PREPARED)
-    ).rows as Array<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>;
+    const heavy = await hotQuery<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>(trx, HEAVY_HOSTS_SQL, [stale.map((r) => r.infra_env_id), stale.map((r) => r.id)]);
     for (const h of heavy) {
       const k = cacheKey(h);
       const memo: ReportMemo = heavyCache.get(k)?.memo ?? new Map();
@@ -380,18 +392,13 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
  * saves (bench/refresh-cost: the statements, not the computing, were most of
  * a refresh's cost).
  */
-async function readClusters(ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
-  let clusters: ClusterRow[];
-  if (ids.length === 1) {
-    const one = await ctx.repos.clusters.getForRefresh(ids[0]!, trx);
-    clusters = one ? [one] : [];
-  } else {
-    const sorted = [...new Set(ids)].sort();
-    clusters = (await trx.raw('select * from clusters where id = any(?::uuid[]) order by id for no key update', [sorted]).options(PREPARED)).rows as ClusterRow[];
-  }
-  if (!clusters.length) return [];
+async function readClusters(_ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
+  const rows = await hotQuery<ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null }>(trx, CLUSTERS_SQL, [[...new Set(ids)].sort(), SHED_EPISODE_JOIN.name]);
+  if (!rows.length) return [];
+  const shedding = shedEpisodeOf(rows[0]!.lf_shed_started_at, rows[0]!.lf_shed_last_at);
+  // The row as the cluster's own columns: it is written back and presented.
+  const clusters = rows.map(({ lf_shed_started_at: _s, lf_shed_last_at: _l, ...cluster }) => cluster as ClusterRow);
   const hosts = await clusterHosts(trx, clusters.map((c) => c.id));
-  const shedding = await latestShedEpisode(trx);
   return clusters.map((cluster) => ({ cluster, hosts: hosts.get(cluster.id) ?? [], shedding }));
 }
 
