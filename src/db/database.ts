@@ -70,8 +70,8 @@ interface PoolingClient {
 
 /**
  * A hot statement (the poll's check-in, a step reply's facts, a refresh's
- * reads) run on a pooled connection, or a transaction's, as a named prepared statement, without knex's query building
- * and runner: their share of a poll's API CPU was about a tenth (profile in
+ * reads) run on a pooled connection, or a transaction's, as a named prepared
+ * statement, without knex's query building and runner: their share of a poll's API CPU was about a tenth (profile in
  * bench/README.md, 2026-11-27). The text is PostgreSQL's own (`$1`, a
  * parameter used twice is sent once), fixed, so one name per text. The same
  * pool as every other statement, and the same `query` event (tests count

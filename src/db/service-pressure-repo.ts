@@ -25,7 +25,7 @@ export async function recordShedding(db: Knex, atMs: number): Promise<void> {
 /** The latest shedding episode, if any (one small row: read at each refresh and monitor run). */
 export async function latestShedEpisode(db: Knex | Knex.Transaction): Promise<ShedEpisode | undefined> {
   const row = (await db('service_pressure').where({ name: AGENT_API }).first('started_at', 'last_at').options(PREPARED)) as { started_at: Date; last_at: Date } | undefined;
-  return row ? { startedAtMs: new Date(row.started_at).getTime(), lastAtMs: new Date(row.last_at).getTime() } : undefined;
+  return row ? shedEpisodeOf(row.started_at, row.last_at) : undefined;
 }
 
 /**

@@ -224,7 +224,7 @@ const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::tex
  */
 async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<string[]> {
   return ctx.db.transaction(async (trx) => {
-    const rows = await hotQuery<RequestRow & { target: string }>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
+    const rows = await hotQuery<RequestRow>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
     const clusterIds = [...new Set(rows.flatMap((r) => (r.cluster_id ? [r.cluster_id] : [])))];
     if (clusterIds.length) await refreshClusters(ctx, trx, clusterIds);
     const unbound = new Map(rows.filter((r) => !r.cluster_id).map((r) => [r.target, r]));

@@ -392,7 +392,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
  * saves (bench/refresh-cost: the statements, not the computing, were most of
  * a refresh's cost).
  */
-async function readClusters(_ctx: ServiceContext, trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
+async function readClusters(trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
   const rows = await hotQuery<ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null }>(trx, CLUSTERS_SQL, [[...new Set(ids)].sort(), SHED_EPISODE_JOIN.name]);
   if (!rows.length) return [];
   const shedding = shedEpisodeOf(rows[0]!.lf_shed_started_at, rows[0]!.lf_shed_last_at);
@@ -420,7 +420,7 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
 }
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
-  const [read] = await readClusters(ctx, trx, [clusterId]);
+  const [read] = await readClusters(trx, [clusterId]);
   return read ? refreshRead(ctx, trx, read.cluster, read.hosts, read.shedding, requestId) : undefined;
 }
 
@@ -429,7 +429,7 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
  * then each refreshed as refreshCluster would. How many were found.
  */
 export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
-  const reads = await readClusters(ctx, trx, clusterIds);
+  const reads = await readClusters(trx, clusterIds);
   for (const r of reads) await refreshRead(ctx, trx, r.cluster, r.hosts, r.shedding);
   return reads.length;
 }
