@@ -85,6 +85,10 @@ export function createEventsRepo(db: Knex) {
     async add(e: NewEvent, q: Q = db): Promise<void> {
       await t(q).insert(eventRow(e)).options(PREPARED);
     },
+    /** Several events in one statement, in this order (their sequence numbers follow it); none is no statement. */
+    async addMany(events: NewEvent[], q: Q = db): Promise<void> {
+      if (events.length) await t(q).insert(events.map(eventRow));
+    },
     async addRaw(e: Omit<EventRow, 'seq'>, q: Q = db): Promise<void> {
       await t(q).insert({ ...e, props: (e.props ? JSON.stringify(e.props) : null) as unknown as EventRow['props'] });
     },

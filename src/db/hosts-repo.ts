@@ -101,6 +101,41 @@ function columns(db: Knex, patch: HostPatch): Record<string, unknown> {
   return values;
 }
 
+/** One host of a refresh's write (compareAndSetRefreshes). */
+export interface HostRefreshWrite {
+  key: HostKey;
+  /** The status and facts version the refresh computed from: the row is written only while it still has both. */
+  fromStatus: string;
+  factsVersion: string;
+  status?: { status: string; status_info: string };
+  suggestedRole?: string;
+  inventory?: string;
+  /** Merged into the doc (`doc || fields`), never replacing it: an agent's fact stored meanwhile is kept. */
+  docFields: Record<string, unknown>;
+}
+
+/**
+ * A refresh's writes of any number of hosts as one statement (one shape for
+ * any count: the writes are a jsonb array). Each row is a compare-and-swap
+ * as compareAndSet's, also on the facts version: written only while its
+ * status and facts version are those the refresh read, the doc's fields
+ * merged, the facts version moved. Returns the light columns of the rows
+ * written.
+ */
+const COMPARE_AND_SET_REFRESHES_SQL = `update hosts h set
+    status = case when w.status is null then h.status else w.status end,
+    status_info = case when w.status is null then h.status_info else w.status_info end,
+    status_updated_at = case when w.status is null then h.status_updated_at else $2::timestamptz end,
+    suggested_role = coalesce(w.suggested_role, h.suggested_role),
+    inventory = case when w.set_inventory then w.inventory else h.inventory end,
+    doc = h.doc || w.doc,
+    updated_at = $2::timestamptz,
+    facts_version = h.facts_version + 1
+  from jsonb_to_recordset($1::jsonb) as w(ie uuid, id uuid, from_status text, facts_version bigint, status text, status_info text,
+                                          suggested_role text, set_inventory boolean, inventory text, doc jsonb)
+  where h.infra_env_id = w.ie and h.id = w.id and h.status = w.from_status and h.facts_version = w.facts_version
+  returning ${HOST_LIGHT_COLUMNS.map((c) => `h.${c}`).join(', ')}`;
+
 export function createHostsRepo(db: Knex) {
   const t = (q: Q = db) => q<HostRow>('hosts');
   const byKey = (k: HostKey) => ({ infra_env_id: k.infraEnvId, id: k.hostId });
@@ -183,25 +218,37 @@ export function createHostsRepo(db: Knex) {
       patch: HostPatch,
       status: { status: string; status_info: string } | undefined,
       q: Q = db,
-      /**
-       * Also only while the row's facts are still this version, the doc's
-       * fields merged into it rather than the doc replaced (a refresh's
-       * write). The row then comes back without its large columns, the
-       * caller knowing them: the doc is the one it read with these fields
-       * merged (jsonb `||` is the same shallow merge as an object spread),
-       * the inventory the one it read or wrote.
-       */
-      guard?: { factsVersion: string; docFields: Record<string, unknown> },
     ): Promise<HostRow | undefined> {
       const values = columns(db, patch);
       if (status) Object.assign(values, status, { status_updated_at: values.updated_at });
-      if (guard) values.doc = db.raw('doc || ?::jsonb', [JSON.stringify(guard.docFields)]);
       const [r] = await t(q)
-        .where({ ...byKey(k), status: fromStatus, ...(guard ? { facts_version: guard.factsVersion } : {}) })
+        .where({ ...byKey(k), status: fromStatus })
         .update(values)
-        .returning(guard ? [...HOST_LIGHT_COLUMNS] : '*')
+        .returning('*')
         .options(PREPARED);
       return r as HostRow | undefined;
+    },
+    /**
+     * A refresh's writes (HostRefreshWrite) in one statement, in the caller's
+     * transaction; the rows written, without their large columns (the caller
+     * knows them: what it read with what it wrote). A host missing from the
+     * answer moved or got new facts since it was read.
+     */
+    async compareAndSetRefreshes(writes: HostRefreshWrite[], trx: Knex.Transaction): Promise<Array<Omit<HostRow, 'inventory' | 'doc'>>> {
+      if (!writes.length) return [];
+      const list = writes.map((w) => ({
+        ie: w.key.infraEnvId,
+        id: w.key.hostId,
+        from_status: w.fromStatus,
+        facts_version: w.factsVersion,
+        status: w.status?.status ?? null,
+        status_info: w.status?.status_info ?? null,
+        suggested_role: w.suggestedRole ?? null,
+        set_inventory: w.inventory !== undefined,
+        inventory: w.inventory ?? null,
+        doc: w.docFields,
+      }));
+      return hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, COMPARE_AND_SET_REFRESHES_SQL, [JSON.stringify(list), new Date()]);
     },
     /**
      * The poll path in one round trip: records the check-in and returns the

@@ -26,7 +26,8 @@ import { HOST_LIGHT_COLUMNS } from '../db/hosts-repo';
 import { latestShedEpisode, SHED_EPISODE_JOIN, shedEpisodeOf } from '../db/service-pressure-repo';
 import { isConnected, type ShedEpisode } from '../domain/lifecycle/silence';
 import { hotQuery } from '../db/database';
-import { applyClusterEvent, applyHostRefresh } from './status-writer';
+import { applyClusterEvent, applyHostRefreshes, type HostMove, type HostRefresh } from './status-writer';
+import type { NewEvent } from '../db/events-repo';
 import { requestRefresh } from './refresh-queue';
 import type { ServiceContext } from './context';
 
@@ -105,8 +106,24 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
   return out.inventory !== undefined || out.doc ? out : undefined;
 }
 
-/** The host's refresh; undefined when it was not written because the host changed since it was read (applyHostRefresh). */
-async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, requestId?: string, kept?: KeptValidation): Promise<HostRow | undefined> {
+/**
+ * A host's refresh, computed: the validations of its facts, the state
+ * machine's event, and what to write, if anything (a host whose status,
+ * validations, disks and suggested role are as stored is not written).
+ */
+interface HostPlan {
+  row: HostRow;
+  facts: HostFacts;
+  results: ValidationResult[];
+  kept?: KeptValidation;
+  v: Validated;
+  /** Undefined: nothing to write. */
+  write?: HostRefresh;
+  disks?: { inventory?: string; doc?: Json };
+  becomesKnown: boolean;
+}
+
+function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, kept?: KeptValidation): HostPlan {
   const last = kept?.entry.validated;
   const same = last !== undefined && last.inputs === kept!.inputs;
   // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
@@ -128,30 +145,37 @@ async function applyHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRo
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
   if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) {
     if (kept?.entry.validated === v) v.settled = true;
-    return row;
+    return { row, facts, results, kept, v, becomesKnown: false };
   }
-  const hostName = facts.hostname ?? row.id;
   const becomesKnown = statusChanged && transition!.to === 'known' && !doc.known_at;
-  const move = await applyHostRefresh(
-    ctx,
-    trx,
-    row,
+  const write: HostRefresh = {
+    host: row,
     event,
-    {
-      ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
-      suggested_role: facts.suggestedRole,
-      docFields: { ...disks?.doc, validations_info: info, validation_remediation: details, ...(becomesKnown ? { known_at: ctx.now().toISOString() } : {}) },
-    },
-    { requestId, hostName },
-  );
+    ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
+    suggested_role: facts.suggestedRole,
+    docFields: { ...disks?.doc, validations_info: info, validation_remediation: details, ...(becomesKnown ? { known_at: ctx.now().toISOString() } : {}) },
+    hostName: facts.hostname ?? row.id,
+  };
+  return { row, facts, results, kept, v, write, disks, becomesKnown };
+}
+
+/**
+ * After the write of planned hosts (applyHostRefreshes, all in one
+ * statement): each host as written, or undefined where it was not written
+ * because it changed since it was read; its validation events go to `events`.
+ */
+function recordHost(ctx: ServiceContext, plan: HostPlan, move: HostMove | undefined, events: NewEvent[], requestId?: string): HostRow | undefined {
+  if (!plan.write) return plan.row;
   if (!move) return undefined;
+  const { row, kept, disks, results } = plan;
   // The inventory as written (the disk decisions in it) is the one the next refresh sees, parsed: facts.inventory.
-  if (disks?.inventory !== undefined && kept) rememberReport(kept.entry.memo, 'inventory', disks.inventory, facts.inventory);
+  if (disks?.inventory !== undefined && kept) rememberReport(kept.entry.memo, 'inventory', disks.inventory, plan.facts.inventory);
   const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
-  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results, true);
-  for (const r of failed) await ctx.repos.events.add({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } }, trx);
-  for (const r of fixed) await ctx.repos.events.add({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } }, trx);
-  if (becomesKnown) ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
+  const hostName = plan.write.hostName!;
+  const { failed, fixed } = validationChanges(statusesOf((row.doc as Json).validations_info), results, true);
+  for (const r of failed) events.push({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } });
+  for (const r of fixed) events.push({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } });
+  if (plan.becomesKnown) ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
   return move.row;
 }
 
@@ -346,7 +370,7 @@ function remember(k: string, entry: CachedHost): void {
 function rememberWritten(row: HostRow): void {
   const k = cacheKey(row);
   const had = heavyCache.get(k);
-  // Its validations stay with it: the caller re-keys them to the version just written (refreshRead).
+  // Its validations stay with it: the caller re-keys them to the version just written (finishCluster).
   if (had) remember(k, { version: String(row.facts_version), doc: row.doc, memo: had.memo, validated: had.validated });
 }
 
@@ -392,7 +416,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
  * saves (bench/refresh-cost: the statements, not the computing, were most of
  * a refresh's cost).
  */
-async function readClusters(trx: Knex.Transaction, ids: string[]): Promise<Array<{ cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined }>> {
+async function readClusters(trx: Knex.Transaction, ids: string[]): Promise<ClusterRead[]> {
   const rows = await hotQuery<ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null }>(trx, CLUSTERS_SQL, [[...new Set(ids)].sort(), SHED_EPISODE_JOIN.name]);
   if (!rows.length) return [];
   const shedding = shedEpisodeOf(rows[0]!.lf_shed_started_at, rows[0]!.lf_shed_last_at);
@@ -421,7 +445,7 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
 
 export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction, clusterId: string, requestId?: string): Promise<ClusterRow | undefined> {
   const [read] = await readClusters(trx, [clusterId]);
-  return read ? refreshRead(ctx, trx, read.cluster, read.hosts, read.shedding, requestId) : undefined;
+  return read ? (await refreshReads(ctx, trx, [read], requestId))[0] : undefined;
 }
 
 /**
@@ -430,49 +454,85 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
  */
 export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
   const reads = await readClusters(trx, clusterIds);
-  for (const r of reads) await refreshRead(ctx, trx, r.cluster, r.hosts, r.shedding);
+  await refreshReads(ctx, trx, reads);
   return reads.length;
 }
 
-async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedCluster: ClusterRow, read: ReadHost[], shedding: ShedEpisode | undefined, requestId?: string): Promise<ClusterRow> {
+/**
+ * The refresh of clusters read: every host computed first (planCluster),
+ * then the hosts of all of them written in one statement, then each
+ * cluster's own checks on the statuses written (finishCluster). The host
+ * rows are locked only from that write to the commit: a poll of one of
+ * them (its check-in writes the row) never waits for the computing.
+ */
+async function refreshReads(ctx: ServiceContext, trx: Knex.Transaction, reads: ClusterRead[], requestId?: string): Promise<ClusterRow[]> {
+  const planned: PlannedCluster[] = [];
+  for (const r of reads) planned.push(await planCluster(ctx, trx, r));
+  const writes = planned.flatMap((p) => p.hosts.filter((h) => h.write));
+  const moves = await applyHostRefreshes(ctx, trx, writes.map((h) => h.write!), { requestId });
+  const moveOf = new Map(writes.map((h, i) => [h, moves[i]]));
+  const events: NewEvent[] = [];
+  const done = planned.map((p) => ({ p, rows: p.hosts.map((h) => recordHost(ctx, h, moveOf.get(h), events, requestId)) }));
+  await ctx.repos.events.addMany(events, trx);
+  const out: ClusterRow[] = [];
+  for (const { p, rows } of done) out.push(await finishCluster(ctx, trx, p, rows, requestId));
+  return out;
+}
+
+type ClusterRead = { cluster: ClusterRow; hosts: ReadHost[]; shedding: ShedEpisode | undefined };
+
+interface PlannedCluster {
+  cluster: ClusterRow;
+  facts: ClusterFacts;
+  hostList: HostFacts[];
+  hosts: HostPlan[];
+  /** Each host's inputs (ownInputs and the cluster's shared ones) as planned. */
+  shared: string;
+  settings: LifecycleSettings;
+}
+
+/** A cluster's refresh up to its hosts' writes: its derived networks and step view written (seldom), its hosts planned. */
+async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: ClusterRead): Promise<PlannedCluster> {
   const settings = lifecycleSettings(ctx);
-  let cluster = lockedCluster;
+  let cluster = read.cluster;
   const clusterId = cluster.id;
-  const rows = read.map((r) => r.row);
   const now = ctx.now().getTime();
-  const hostList = read.map((r) => hostFacts(r.row, now, r.entry.memo, shedding));
+  const hostList = read.hosts.map((r) => hostFacts(r.row, now, r.entry.memo, read.shedding));
   const stamp = stepViewStamp(cluster, hostList);
   if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
   const facts = clusterFacts(cluster, hostList, ctx.releases);
-  const derived = deriveNetworks(facts, cluster.doc as Json, read.map((r) => freeAddresses(r.row, r.entry.memo)));
+  const derived = deriveNetworks(facts, cluster.doc as Json, read.hosts.map((r) => freeAddresses(r.row, r.entry.memo)));
   if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
   const shared = sharedInputs(facts);
-  const updatedRows: HostRow[] = [];
+  const hosts = read.hosts.map(({ row, entry }, i) => {
+    const kept = { inputs: `${ownInputs(row, hostList[i]!, settings)}\u0000${shared}`, entry };
+    if (entry.validated?.settled && entry.validated.inputs === kept.inputs) return { row, facts: hostList[i]!, results: entry.validated.results, kept, v: entry.validated, becomesKnown: false };
+    return planHost(ctx, row, hostList[i]!, facts, settings, kept);
+  });
+  return { cluster, facts, hostList, hosts, shared, settings };
+}
+
+/** The rest of a cluster's refresh, on its hosts as written (undefined: not written, changed since read). */
+async function finishCluster(ctx: ServiceContext, trx: Knex.Transaction, p: PlannedCluster, written: Array<HostRow | undefined>, requestId?: string): Promise<ClusterRow> {
+  const { cluster, facts, hostList, shared, settings } = p;
+  const clusterId = cluster.id;
   let lost = false;
-  for (let i = 0; i < rows.length; i++) {
-    const entry = read[i]!.entry;
-      const kept = { inputs: `${ownInputs(rows[i]!, hostList[i]!, settings)}\u0000${shared}`, entry };
-    if (entry.validated?.settled && entry.validated.inputs === kept.inputs) {
-      updatedRows.push(rows[i]!);
-      continue;
-    }
-    const written = await applyHost(ctx, trx, rows[i]!, hostList[i]!, facts, settings, requestId, kept);
-    lost ||= !written;
-    if (written && written !== rows[i]) {
-      rememberWritten(written);
-      // This write moved the host's facts version but not what its checks read: the results just written are
-      // those of its next refresh too, unless what it sees changes (its new status changes every host's shared
-      // inputs). Without this, each refresh that wrote a host validated it once more in the next.
-      const v = entry.validated;
-      if (v && v.inputs === kept.inputs) v.inputs = `${ownInputs(written, { ...hostList[i]!, status: written.status, suggestedRole: written.suggested_role }, settings)}\u0000${shared}`;
-    }
-    updatedRows.push(written ?? rows[i]!);
-  }
+  p.hosts.forEach((h, i) => {
+    const w = written[i];
+    lost ||= !w;
+    if (!w || w === h.row) return;
+    rememberWritten(w);
+    // This write moved the host's facts version but not what its checks read: the results just written are
+    // those of its next refresh too, unless what it sees changes (its new status changes every host's shared
+    // inputs). Without this, each refresh that wrote a host validated it once more in the next.
+    const v = h.kept?.entry.validated;
+    if (v && v.inputs === h.kept!.inputs) v.inputs = `${ownInputs(w, { ...hostList[i]!, status: w.status, suggestedRole: w.suggested_role }, settings)}\u0000${shared}`;
+  });
   // A host that changed while this refresh computed was left as it was; its change asked for a refresh, and so does this.
   if (lost) await requestRefresh(trx, { clusterId });
   // Cluster checks see the host statuses this refresh produced.
-  updatedRows.forEach((r, i) => (hostList[i]!.status = r.status));
+  written.forEach((r, i) => (hostList[i]!.status = (r ?? p.hosts[i]!.row).status));
 
   const results = CLUSTER_VALIDATIONS.map((v) => ({ id: v.id, ...v.check(facts, { settings, hostResults: new Map() }) }));
   const info = validationsInfo(results, (id) => CLUSTER_VALIDATION_CATEGORY[id]!);
@@ -486,15 +546,24 @@ async function refreshRead(ctx: ServiceContext, trx: Knex.Transaction, lockedClu
   if (!statusChanged && doc.validations_info === info && doc.validation_remediation === details) return cluster;
   const { row: updated } = await applyClusterEvent(ctx, trx, cluster, event, { requestId, patch: { doc: { ...doc, validations_info: info, validation_remediation: details } } });
   const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results);
-  for (const r of failed) await ctx.repos.events.add({ name: 'cluster_validation_failed', clusterId, props: { validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message }, requestId }, trx);
-  for (const r of fixed) await ctx.repos.events.add({ name: 'cluster_validation_fixed', clusterId, props: { validation_id: r.id }, requestId }, trx);
+  await ctx.repos.events.addMany(
+    [
+      ...failed.map((r): NewEvent => ({ name: 'cluster_validation_failed', clusterId, props: { validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message }, requestId })),
+      ...fixed.map((r): NewEvent => ({ name: 'cluster_validation_fixed', clusterId, props: { validation_id: r.id }, requestId })),
+    ],
+    trx,
+  );
   return updated;
 }
 
 /** A host without a cluster is validated alone (no network or role context). */
 export async function refreshUnboundHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, requestId?: string): Promise<HostRow> {
   const facts = hostFacts(row, ctx.now().getTime(), undefined, await latestShedEpisode(trx));
-  const written = await applyHost(ctx, trx, row, facts, undefined, lifecycleSettings(ctx), requestId);
+  const plan = planHost(ctx, row, facts, undefined, lifecycleSettings(ctx));
+  const [move] = plan.write ? await applyHostRefreshes(ctx, trx, [plan.write], { requestId }) : [];
+  const events: NewEvent[] = [];
+  const written = recordHost(ctx, plan, move, events, requestId);
+  await ctx.repos.events.addMany(events, trx);
   if (!written) await requestRefresh(trx, { infraEnvId: row.infra_env_id, hostId: row.id });
   return written ?? row;
 }

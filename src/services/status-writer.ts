@@ -20,7 +20,7 @@ import { hostDisplayName } from '../api/assisted/presenters';
 import type { ServiceContext } from './context';
 
 import type { HostPatch } from '../db/hosts-repo';
-import { eventRow } from '../db/events-repo';
+import { eventRow, type NewEvent } from '../db/events-repo';
 import { REFRESH_CHANNEL, refreshRequestRow, targetOfHost } from './refresh-queue';
 import type { ClusterPatch } from '../db/clusters-repo';
 
@@ -84,35 +84,78 @@ export async function applyHostEvent(ctx: ServiceContext, trx: Knex.Transaction,
   return move;
 }
 
-/**
- * A refresh's write of one host (refresh-service.ts reads hosts without
- * locking them, so a poll or a reply never waits for a refresh to finish):
- * applyHostEvent's compare-and-swap also on the facts version the refresh
- * computed from, and the doc's fields merged (`doc || fields`) instead of
- * the doc replaced, so an agent's fact stored meanwhile is never lost.
- * Undefined when the host moved or got new facts since it was read: those
- * facts' own refresh request covers it.
- */
-export async function applyHostRefresh(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, write: { docFields: Record<string, unknown>; inventory?: string; suggested_role?: string }, opts: { requestId?: string; hostName?: string } = {}): Promise<HostMove | undefined> {
-  const patch: HostPatch = { ...(write.inventory !== undefined ? { inventory: write.inventory } : {}), ...(write.suggested_role !== undefined ? { suggested_role: write.suggested_role } : {}) };
-  return writeHostEvent(ctx, trx, host, event, patch, opts, { factsVersion: String(host.facts_version), docFields: write.docFields });
+/** A refresh's decision for one host: the event its validations make and what to write with it. */
+export interface HostRefresh {
+  host: HostRow;
+  event: HostEvent;
+  docFields: Record<string, unknown>;
+  inventory?: string;
+  suggested_role?: string;
+  hostName?: string;
 }
 
-async function writeHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, patch: HostPatch, opts: { requestId?: string; hostName?: string }, guard?: { factsVersion: string; docFields: Record<string, unknown> }): Promise<HostMove | undefined> {
+/**
+ * A refresh's writes of its hosts (refresh-service.ts reads hosts without
+ * locking them, so a poll or a reply never waits for a refresh's computing):
+ * all in one statement at the end of the refresh (compareAndSetRefreshes), so
+ * the rows are locked only from there to its commit. Each is applyHostEvent's
+ * compare-and-swap, also on the facts version the refresh computed from, the
+ * doc's fields merged (`doc || fields`) instead of the doc replaced, so an
+ * agent's fact stored meanwhile is never lost. Per refresh, in its order: the
+ * move, or undefined when the host moved or got new facts since it was read
+ * (those facts' own refresh request covers it). The status events of the
+ * hosts that moved, in one insert.
+ */
+export async function applyHostRefreshes(ctx: ServiceContext, trx: Knex.Transaction, refreshes: HostRefresh[], opts: { requestId?: string } = {}): Promise<Array<HostMove | undefined>> {
+  const plans = refreshes.map((r) => {
+    const t = nextHostStatus(r.host.status, r.event);
+    const statusWrite = t !== undefined && (t.to !== r.host.status || t.info !== r.host.status_info);
+    return { r, t, statusWrite };
+  });
+  const written = await ctx.repos.hosts.compareAndSetRefreshes(
+    plans.map(({ r, t, statusWrite }) => ({
+      key: { infraEnvId: r.host.infra_env_id, hostId: r.host.id },
+      fromStatus: r.host.status,
+      factsVersion: String(r.host.facts_version),
+      ...(t && statusWrite ? { status: { status: t.to, status_info: t.info } } : {}),
+      ...(r.suggested_role !== undefined ? { suggestedRole: r.suggested_role } : {}),
+      ...(r.inventory !== undefined ? { inventory: r.inventory } : {}),
+      docFields: r.docFields,
+    })),
+    trx,
+  );
+  const byKey = new Map(written.map((w) => [`${w.infra_env_id}/${w.id}`, w]));
+  const events: NewEvent[] = [];
+  const moves = plans.map(({ r, t }): HostMove | undefined => {
+    const w = byKey.get(`${r.host.infra_env_id}/${r.host.id}`);
+    if (!w) return undefined;
+    // No large columns come back: they are what the caller read, with what it wrote.
+    const row: HostRow = { ...w, inventory: r.inventory !== undefined ? r.inventory : r.host.inventory, doc: { ...(r.host.doc as Record<string, unknown>), ...r.docFields } } as HostRow;
+    const moved = t !== undefined && t.to !== r.host.status;
+    if (moved) {
+      ctx.statusMoved?.({ aggregate: 'host', id: r.host.id, from: r.host.status, rule: t.rule });
+      events.push(hostStatusEvent(r.host, row, t, r.hostName, opts.requestId));
+    }
+    return { row, transition: t, moved };
+  });
+  await ctx.repos.events.addMany(events, trx);
+  return moves;
+}
+
+function hostStatusEvent(before: HostRow, row: HostRow, t: HostTransition, hostName: string | undefined, requestId: string | undefined): NewEvent {
+  return { name: 'host_status_updated', hostId: before.id, infraEnvId: before.infra_env_id, clusterId: row.cluster_id, props: { host_name: hostName ?? hostDisplayName(row), src_status: before.status, new_status: t.to, info: t.info }, requestId };
+}
+
+async function writeHostEvent(ctx: ServiceContext, trx: Knex.Transaction, host: HostRow, event: HostEvent, patch: HostPatch, opts: { requestId?: string; hostName?: string }): Promise<HostMove | undefined> {
   const t = nextHostStatus(host.status, event);
   const statusWrite = t !== undefined && (t.to !== host.status || t.info !== host.status_info);
-  if (!statusWrite && Object.keys(patch).length === 0 && !guard) return { row: host, transition: t, moved: false };
-  const written = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx, guard);
-  if (!written) return undefined;
-  // A guarded write returns no large columns: they are what the caller read, with what it wrote.
-  const row: HostRow = guard ? { ...written, inventory: patch.inventory !== undefined ? (patch.inventory as string | null) : host.inventory, doc: { ...(host.doc as Record<string, unknown>), ...guard.docFields } } : written;
+  if (!statusWrite && Object.keys(patch).length === 0) return { row: host, transition: t, moved: false };
+  const row = await ctx.repos.hosts.compareAndSet({ infraEnvId: host.infra_env_id, hostId: host.id }, host.status, patch, t && statusWrite ? { status: t.to, status_info: t.info } : undefined, trx);
+  if (!row) return undefined;
   const moved = t !== undefined && t.to !== host.status;
   if (moved) {
     ctx.statusMoved?.({ aggregate: 'host', id: host.id, from: host.status, rule: t.rule });
-    await ctx.repos.events.add(
-      { name: 'host_status_updated', hostId: host.id, infraEnvId: host.infra_env_id, clusterId: row.cluster_id, props: { host_name: opts.hostName ?? hostDisplayName(row), src_status: host.status, new_status: t.to, info: t.info }, requestId: opts.requestId },
-      trx,
-    );
+    await ctx.repos.events.add(hostStatusEvent(host, row, t, opts.hostName, opts.requestId), trx);
   }
   return { row, transition: t, moved };
 }

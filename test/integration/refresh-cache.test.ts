@@ -85,7 +85,8 @@ const heavyReads = () =>
   sent
     .filter((s) => /^select h\.id, h\.infra_env_id, h\.inventory, h\.doc, h\.facts_version from hosts h/.test(s.sql))
     .flatMap((s) => s.bindings[1] as string[]);
-const hostWrites = () => sent.filter((s) => /^update "hosts" set .*"facts_version" = facts_version \+ 1/.test(s.sql)).length;
+/** Hosts a refresh wrote: its write is one statement for all of them, a jsonb array of the writes. */
+const hostWrites = () => sent.filter((s) => /^update hosts h set/.test(s.sql)).reduce((n, s) => n + (JSON.parse(String(s.bindings[0])) as unknown[]).length, 0);
 const validation = async (hostId: string, id: string) => {
   const doc = ((await db('hosts').where({ id: hostId }).first('doc')) as { doc: { validations_info: string } }).doc;
   return Object.values(JSON.parse(doc.validations_info) as Record<string, Array<{ id: string; status: string }>>)
@@ -423,6 +424,13 @@ describe('a refresher claims and reads a batch of targets together', () => {
     // The service's shed episode came with the clusters' read, not in a statement of its own.
     expect(count(/service_pressure/)).toBe(1);
     expect(count(/from "?clusters"?[\s\S]*service_pressure[\s\S]*for no key update/)).toBe(1);
+    // The hosts of all four clusters written in one statement, after every read: rows are locked only from there to the commit.
+    expect(count(/^update hosts h set/)).toBe(1);
+    expect(hostWrites()).toBeGreaterThanOrEqual(4);
+    const writeAt = sent.findIndex((s) => /^update hosts h set/.test(s.sql));
+    const commitAt = sent.findIndex((s, i) => i > writeAt && /^commit/i.test(s.sql));
+    expect(commitAt).toBeGreaterThan(writeAt);
+    expect(sent.slice(writeAt + 1, commitAt).filter((s) => /^select/i.test(s.sql))).toEqual([]);
     // Every cluster's reporting host got its own verdict.
     for (const e of envs) expect(await validation(e.hostIds[0]!, 'has-memory-for-role')).toBe('failure');
     expect(Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(0);

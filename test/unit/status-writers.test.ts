@@ -27,8 +27,9 @@ const sources = PRODUCTION_DIRS.flatMap((d) => files(path.join(root, d))).map((f
   sf: ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true),
 }));
 
-function walk(node: ts.Node, visit: (n: ts.Node) => void): void {
-  visit(node);
+/** Visits every node; a visitor that answers 'skip' leaves that node's children out. */
+function walk(node: ts.Node, visit: (n: ts.Node) => void | 'skip'): void {
+  if (visit(node) === 'skip') return;
   node.forEachChild((c) => walk(c, visit));
 }
 
@@ -66,6 +67,9 @@ describe('one status writer per aggregate', () => {
     const offenders: string[] = [];
     for (const { file, sf } of sources) {
       walk(sf, (n) => {
+        // A repo's compare-and-swap as a fixed text (hosts-repo's batched refresh write): named for it, and only the
+        // writer calls the repos' compare-and-swap (below).
+        if (REPOS.includes(file) && ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.name.text.startsWith('COMPARE_AND_SET')) return 'skip';
         let text: string | undefined;
         if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) text = n.text;
         else if (ts.isTemplateExpression(n)) text = [n.head.text, ...n.templateSpans.map((s) => s.literal.text)].join(' ? ');
@@ -79,7 +83,7 @@ describe('one status writer per aggregate', () => {
     const callers = sources.filter(({ sf }) => {
       let found = false;
       walk(sf, (n) => {
-        if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && n.expression.name.text === 'compareAndSet') found = true;
+        if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && n.expression.name.text.startsWith('compareAndSet')) found = true;
       });
       return found;
     });
