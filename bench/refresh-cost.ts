@@ -8,7 +8,7 @@
  * the statements sent. What `agent-api` shows at 1,700 req/s as "the
  * refresher is the whole cost of the reply mix" is this, times ~170 a second.
  *
- *   npm run build && node dist/bench/refresh-cost.js [--hosts 50] [--clusters 1] [--rounds 2000] [--connectivity]
+ *   npm run build && node dist/bench/refresh-cost.js [--hosts 50] [--clusters 1] [--rounds 2000] [--connectivity] [--batch N]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof dist/bench/refresh-cost.js --no-pg-cpu   # and bench/cpuprofile-summary
  *   node --expose-gc dist/bench/refresh-cost.js --clusters 20 --rounds 200   # also the heap each cached host holds
  *
@@ -26,7 +26,7 @@ import type { Principal } from '../src/auth/principal';
 import * as agents from '../src/services/agent-service';
 import * as clusters from '../src/services/clusters-service';
 import * as infraEnvs from '../src/services/infra-envs-service';
-import { drainRefreshRequests, requestRefresh } from '../src/services/refresh-queue';
+import { drainRefreshRequests, REFRESH_BATCH_TARGETS, requestRefresh } from '../src/services/refresh-queue';
 import { REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../src/services/refresh-service';
 import { fmtNum, numberFlag, treeCpuSeconds } from './support';
 import { runServiceBench } from './service-bench';
@@ -57,6 +57,8 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   const clusterCount = numberFlag('clusters', 1);
   const rounds = numberFlag('rounds', 2000);
   const withConnectivity = process.argv.includes('--connectivity');
+  // At most this many clusters per refresh transaction (REFRESH_BATCH_TARGETS; default the service's).
+  const batch = numberFlag('batch', REFRESH_BATCH_TARGETS);
   // Under --cpu-prof: the per-round reads of PostgreSQL's CPU from /proc were nearly half of the profile.
   const noPgCpu = process.argv.includes('--no-pg-cpu');
   const user: Principal = { kind: 'admin', user: 'root' };
@@ -98,7 +100,7 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   // Warm-up: JIT and the refresher's copy of the hosts.
   for (let r = 0; r < Math.min(200, rounds); r++) {
     await reply(r % hosts, r + 1);
-    await drainRefreshRequests(ctx);
+    await drainRefreshRequests(ctx, Infinity, undefined, 0, 1, batch);
   }
   let cpu = 0;
   let pgCpu = 0;
@@ -112,7 +114,7 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     trace = r === 0 && !!process.env.TRACE_SQL;
-    refreshed += await drainRefreshRequests(ctx);
+    refreshed += await drainRefreshRequests(ctx, Infinity, undefined, 0, 1, batch);
     trace = false;
     wall.push(Number(process.hrtime.bigint() - t0) / 1e6);
     const c1 = process.cpuUsage(c0);
@@ -138,7 +140,7 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   }
   const per = (x: number) => fmtNum(x / refreshed, 2);
   process.stdout.write(
-    `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes\n` +
+    `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes, batches of up to ${batch}\n` +
       `per refresh: API CPU ${per(cpu)} ms, PostgreSQL CPU ${per(pgCpu)} ms, ${per(refreshStatements)} statements; drain wall p50 ${fmtNum(wall[Math.floor(rounds / 2)]!, 2)} ms, p99 ${fmtNum(wall[Math.floor(rounds * 0.99)]!, 2)} ms\n` +
       heapLine,
   );

@@ -9,6 +9,12 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
+/**
+ * At most this many clusters in one refresh transaction, by default
+ * (REFRESH_BATCH_TARGETS; why this many: src/services/refresh-queue.ts).
+ */
+export const REFRESH_BATCH_TARGETS = 1;
+
 const port = z.coerce
   .number({ message: 'must be a port number' })
   .int('must be a whole number')
@@ -114,6 +120,8 @@ export const ENV_SCHEMA = z.object({
   // How often each repeating discovery step is asked again with unchanged arguments (src/services/step-cadence.ts); 0: every poll.
   // Whether API processes refresh what agents reported (the worker always does; src/services/refresh-queue.ts).
   API_REFRESHER: z.enum(['true', 'false']).default('true'),
+  // At most this many clusters in one refresh transaction (src/services/refresh-queue.ts, REFRESH_BATCH_TARGETS).
+  REFRESH_BATCH_TARGETS: z.coerce.number().int().min(1).max(64).default(REFRESH_BATCH_TARGETS),
   STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
   STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
   STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
@@ -189,6 +197,8 @@ export interface Config {
   lifecycle: { disconnectTimeoutMs: number; monitorIntervalMs: number; requirementsFile: string | undefined };
   /** Whether API processes run a refresher (the worker always does). */
   apiRefresher: boolean;
+  /** At most this many clusters a refresher refreshes in one transaction (refresh-queue.ts). */
+  refreshBatchTargets: number;
   /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
   stepRepeatSeconds: Record<string, number>;
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
@@ -299,6 +309,7 @@ export function parseConfig(
     logs: { uploadMaxBytes: e.LOGS_UPLOAD_MAX_BYTES, pendingTimeoutMs: e.HOST_LOGS_PENDING_TIMEOUT_MS, collectionTimeoutMs: e.HOST_LOGS_COLLECTION_TIMEOUT_MS },
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     apiRefresher: e.API_REFRESHER === 'true',
+    refreshBatchTargets: e.REFRESH_BATCH_TARGETS,
     stepRepeatSeconds: {
       inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
       'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,
@@ -379,6 +390,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     HOST_MONITOR_INTERVAL_MS: String(c.lifecycle.monitorIntervalMs),
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
     API_REFRESHER: String(c.apiRefresher),
+    REFRESH_BATCH_TARGETS: String(c.refreshBatchTargets),
     STEP_REPEAT_INVENTORY_SECONDS: String(c.stepRepeatSeconds.inventory),
     STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: String(c.stepRepeatSeconds['connectivity-check']),
     STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: String(c.stepRepeatSeconds['free-network-addresses']),

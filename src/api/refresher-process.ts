@@ -64,7 +64,7 @@ export function startRefresherProcess(cfg: Config, logger: Logger): RunningRefre
   const services = { ...buildServiceContext(cfg, { db, repos, store: createObjectStore(cfg.storage), temporal }), metrics: metrics.port };
   joinApiCluster(metrics.registry, logger);
   yieldToServing(logger);
-  const refresher = startRefresher(services, cfg.database.url, logger);
+  const refresher = startRefresher(services, cfg.database.url, logger, { batchTargets: cfg.refreshBatchTargets });
   logger.info('api refresher running');
   return {
     async close() {

@@ -37,7 +37,7 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   const services = { ...buildServiceContext(cfg, { db, repos, store, temporal }), metrics: metrics.port, eventWakeups };
   // Validates what agents reported, coalesced per cluster, off their requests (src/services/refresh-queue.ts); in a
   // process of its own when the API runs several (refresher-process.ts), so a serving process runs it only alone.
-  const refresher = cfg.apiRefresher && !isApiWorker() ? startRefresher(services, cfg.database.url, logger) : undefined;
+  const refresher = cfg.apiRefresher && !isApiWorker() ? startRefresher(services, cfg.database.url, logger, { batchTargets: cfg.refreshBatchTargets }) : undefined;
   // A serving process beside a refresher refreshes only to settle a person's read.
   if (isApiWorker()) setRefreshCacheHosts(OCCASIONAL_REFRESH_CACHE_HOSTS);
   const app = createApp({

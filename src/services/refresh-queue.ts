@@ -35,6 +35,7 @@ import { Client } from 'pg';
 import type { Knex } from 'knex';
 import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from '../db/database';
 import type { Logger } from '../logger';
+import { REFRESH_BATCH_TARGETS } from '../config';
 import type { ServiceContext } from './context';
 import { refreshCluster, refreshClusters, refreshUnboundHost } from './refresh-service';
 
@@ -280,7 +281,8 @@ export async function refreshNowOrRequest(ctx: ServiceContext, target: RefreshTa
 export const REFRESH_CONCURRENCY = 1;
 
 /**
- * At most this many targets in one refresh transaction. A batch saves
+ * At most this many targets in one refresh transaction (REFRESH_BATCH_TARGETS,
+ * a setting; this is its default). A batch saves
  * statements (its claim, cluster and host reads are one each: bench/refresh-cost
  * with 4 clusters pending, API CPU per refresh 3.73 → 2.67 ms, PostgreSQL
  * 1.35 → 0.61 ms), but holds the rows it writes until it commits, and a poll
@@ -291,7 +293,7 @@ export const REFRESH_CONCURRENCY = 1;
  * So one, until a refresh computes before it locks and writes in a short
  * transaction of its own.
  */
-export const REFRESH_BATCH_TARGETS = 1;
+export { REFRESH_BATCH_TARGETS };
 
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
 export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, concurrency = 1, batchTargets = REFRESH_BATCH_TARGETS): Promise<number> {
@@ -392,7 +394,7 @@ export interface Refresher {
  * queue when woken, and every `sweepMs` in case a notification was missed
  * (a LISTEN connection lost, a request put back after a failure).
  */
-export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; concurrency?: number } = {}): Refresher {
+export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; concurrency?: number; batchTargets?: number } = {}): Refresher {
   const sweepMs = opts.sweepMs ?? 1000;
   const minAgeMs = opts.minAgeMs ?? COALESCE_MS;
   let closed = false;
@@ -413,7 +415,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY);
+          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY, opts.batchTargets ?? REFRESH_BATCH_TARGETS);
           // Requests younger than the window: their turn comes when it has passed.
           if (!closed && (await ctx.db('refresh_requests').first('id'))) {
             clearTimeout(windowTimer);

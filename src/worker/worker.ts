@@ -96,7 +96,7 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
   // Refreshes what agents reported when no API process does (API_REFRESHER=false, or none running): it takes a
   // request only once it waited a second, so with API refreshers about, they take it (and their process records the
   // refresh's metrics, such as registration → known, which the worker does not export) (src/services/refresh-queue.ts).
-  const refresher = startRefresher(services, cfg.database.url, logger, { minAgeMs: cfg.apiRefresher ? 1000 : COALESCE_MS });
+  const refresher = startRefresher(services, cfg.database.url, logger, { minAgeMs: cfg.apiRefresher ? 1000 : COALESCE_MS, batchTargets: cfg.refreshBatchTargets });
   // Beside the API's refresher this one takes little (what is left a second, the host monitor's marks): a small copy of hosts.
   if (cfg.apiRefresher) setRefreshCacheHosts(OCCASIONAL_REFRESH_CACHE_HOSTS);
   logger.info({ taskQueue: TASK_QUEUE.install, temporal: cfg.temporal.address, storage: store.description }, 'worker running');
