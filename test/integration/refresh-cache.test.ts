@@ -457,3 +457,35 @@ describe('a refresher claims and reads a batch of targets together', () => {
     expect(left).toEqual([poisoned]);
   });
 });
+
+describe('a refresh writes its hosts at the end, each only if unchanged since it read it', () => {
+  it('leaves a host that got new facts while it computed as it is, writes the others, and asks for another refresh', async () => {
+    const env = await newCluster('race', 2, 120);
+    await drainRefreshRequests(ctx);
+    // Both hosts report too little memory; the refresh will want to write both.
+    await report(env, env.hostIds[0]!, 'race-h1', '10.120.0.11', 1);
+    await report(env, env.hostIds[1]!, 'race-h2', '10.120.0.12', 1);
+    await db('refresh_requests').delete();
+    // Between the refresh's reads and its write, an agent's fact lands on host 2 (another connection: the refresh
+    // holds no lock on the host rows yet, so this neither waits nor is waited for).
+    const hosts = ctx.repos.hosts;
+    const racing = {
+      ...hosts,
+      compareAndSetRefreshes: async (...args: Parameters<typeof hosts.compareAndSetRefreshes>) => {
+        await db('hosts').where({ id: env.hostIds[1] }).update({ doc: db.raw(`doc || '{"ntp_sources":"[]"}'::jsonb`), facts_version: db.raw('facts_version + 1') });
+        return hosts.compareAndSetRefreshes(...args);
+      },
+    };
+    const eventsBefore = Number((await db('events').where({ host_id: env.hostIds[1], name: 'host_validation_failed' }).count<Array<{ n: string }>>('* as n'))[0]!.n);
+    await db.transaction((trx) => refreshCluster({ ...ctx, repos: { ...ctx.repos, hosts: racing } }, trx, env.clusterId));
+    expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('failure');
+    // Host 2 kept what it had: its new fact is there, its validations are not the refresh's (computed from older facts).
+    expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('success');
+    expect(((await db('hosts').where({ id: env.hostIds[1] }).first('doc')) as { doc: Record<string, unknown> }).doc.ntp_sources).toBe('[]');
+    expect(Number((await db('events').where({ host_id: env.hostIds[1], name: 'host_validation_failed' }).count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(eventsBefore);
+    // The cluster is asked for again, and that refresh writes host 2's verdict.
+    expect((await db('refresh_requests').where({ cluster_id: env.clusterId })).length).toBeGreaterThan(0);
+    await drainRefreshRequests(ctx);
+    expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('failure');
+  });
+});
