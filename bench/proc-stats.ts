@@ -98,6 +98,25 @@ export function treeRssKb(root: number): { kb: number; processes: number } {
   return { kb: pids.reduce((s, pid) => s + rssKbOf(pid), 0), processes: pids.length };
 }
 
+/**
+ * A process tree's resident memory by what each process is: its
+ * API_PROCESS_ROLE (`serve`, `refresh`; none: `primary`), summed per role, kB.
+ * Says which of an API's processes grew, where the tree's sum cannot.
+ */
+export function treeRssKbByRole(root: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const pid of treePids(root)) {
+    let role = 'primary';
+    try {
+      role = /(?:^|\0)API_PROCESS_ROLE=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1] || 'primary';
+    } catch {
+      // gone, or not ours to read
+    }
+    out[role] = (out[role] ?? 0) + rssKbOf(pid);
+  }
+  return out;
+}
+
 /** The machine's busy and total CPU seconds since boot, over all cores (/proc/stat). */
 export function machineCpu(): { busy: number; total: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);

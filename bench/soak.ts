@@ -19,7 +19,7 @@ import { sleep } from '../src/dev/process-utils';
 import type { OpenResult, WindowResult } from './agent-load';
 import { cpuShare, growth, type CpuShare, type CpuSnapshot } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessProbe, Generator, gitCommit, log, mb, ms, populate, resultPath, startStack, writeResult, type FreshnessResult, type Stack } from './agent-stack';
-import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
+import { machineLoad, treePssKb, treeRssKb, treeRssKbByRole } from './proc-stats';
 
 const RSS_GROWTH_MAX = 0.1;
 /** The real cadence of a fleet: every host polls once a minute. */
@@ -98,6 +98,8 @@ interface MemorySample {
   pgPssKb: number;
   /** The API's V8 heap in use, from /metrics, when it exports it. */
   apiHeapUsedBytes?: number;
+  /** The API's RSS by process role (primary, serve: all serving processes, refresh), kB. */
+  apiRssKbByRole?: Record<string, number>;
 }
 
 interface Minute {
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     const sampleMemory = async (seconds: number): Promise<MemorySample> => {
       const api = treeRssKb(s.apiPid);
       const pg = treeRssKb(s.postmasterPid);
-      return { seconds, apiRssKb: api.kb, apiPssKb: treePssKb(s.apiPid), apiProcesses: api.processes, pgRssKb: pg.kb, pgPssKb: treePssKb(s.postmasterPid), apiHeapUsedBytes: await heapUsed(s.base) };
+      return { seconds, apiRssKb: api.kb, apiPssKb: treePssKb(s.apiPid), apiProcesses: api.processes, pgRssKb: pg.kb, pgPssKb: treePssKb(s.postmasterPid), apiHeapUsedBytes: await heapUsed(s.base), apiRssKbByRole: treeRssKbByRole(s.apiPid) };
     };
     const setupMemory = await sampleMemory(0);
     const samples: MemorySample[] = [];
@@ -184,7 +186,7 @@ async function main(): Promise<void> {
           minuteFreshness.push(await probe.stop());
           probe = seconds < total ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
         }
-        log(`  minute ${minute}: API RSS ${mb(m.apiRssKb)} (${m.apiProcesses} process(es)), PostgreSQL RSS ${mb(m.pgRssKb)}${m.apiHeapUsedBytes !== undefined ? `, API heap used ${mb(m.apiHeapUsedBytes / 1024)}` : ''}`);
+        log(`  minute ${minute}: API RSS ${mb(m.apiRssKb)} (${m.apiProcesses} process(es)), PostgreSQL RSS ${mb(m.pgRssKb)}${m.apiHeapUsedBytes !== undefined ? `, API heap used ${mb(m.apiHeapUsedBytes / 1024)}` : ''}; API RSS by role: ${Object.entries(m.apiRssKbByRole ?? {}).map(([r, kb]) => `${r} ${mb(kb)}`).join(', ')}`);
       }
     }
     const result = await running;
