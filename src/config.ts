@@ -13,7 +13,7 @@ import { z } from 'zod';
  * At most this many clusters in one refresh transaction, by default
  * (REFRESH_BATCH_TARGETS; why this many: src/services/refresh-queue.ts).
  */
-export const REFRESH_BATCH_TARGETS = 1;
+export const REFRESH_BATCH_TARGETS = 8;
 
 const port = z.coerce
   .number({ message: 'must be a port number' })

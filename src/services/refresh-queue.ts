@@ -282,16 +282,18 @@ export const REFRESH_CONCURRENCY = 1;
 
 /**
  * At most this many targets in one refresh transaction (REFRESH_BATCH_TARGETS,
- * a setting; this is its default). A batch saves
- * statements (its claim, cluster and host reads are one each: bench/refresh-cost
- * with 4 clusters pending, API CPU per refresh 3.73 → 2.67 ms, PostgreSQL
- * 1.35 → 0.61 ms), but holds the rows it writes until it commits, and a poll
- * of such a host waits for them. Measured: at 5,000 hosts and 1,700 req/s
- * (bench/agent-api) unbounded batches of ~25 clusters made those polls wait
- * 6 ms on average; in a 20,000-host boot (bench/fleet-real) batches of 4 held
- * rows long enough that polls fell behind and most hosts went disconnected.
- * So one, until a refresh computes before it locks and writes in a short
- * transaction of its own.
+ * a setting; src/config.ts has its default, 8). A batch shares its
+ * statements: one claim, one read of its clusters, one of their hosts' light
+ * columns, one of the large ones that changed, one write of every host it
+ * changes (bench/refresh-cost, 8 clusters pending, same session: API CPU per
+ * refresh 3.25 ms → 2.33 ms, PostgreSQL 1.56 → 0.74 ms, 7.3 → 1.1
+ * statements). A batch forms only when targets wait (the refresher is
+ * behind); alone, a target is refreshed alone. It was 1 while a refresh
+ * wrote each host as it computed it: a batch then held the rows it wrote
+ * until it committed, and polls of those hosts waited (at 20,000 hosts,
+ * batches of 4 made most hosts go disconnected in bench/fleet-real). Now the
+ * hosts are written together at the end (refresh-service.ts), so a row is
+ * locked only from that one statement to the commit.
  */
 export { REFRESH_BATCH_TARGETS };
 

@@ -2,9 +2,10 @@
  * Refresh: facts → validations (pure) → state machine → store status and
  * validations, with events only for what changed. Always inside the caller's
  * transaction, with the cluster row locked, so two refreshes of one cluster
- * never interleave; its hosts are read without a lock and each written with
- * compare-and-swap on its status and facts version (one status writer per
- * aggregate, and nobody waits on a refresh's reads).
+ * never interleave; its hosts are read without a lock, all computed, then
+ * written together in one statement at the end, each with compare-and-swap on
+ * its status and facts version (one status writer per aggregate; nobody waits
+ * on a refresh's reads or computing, only from its write to its commit).
  */
 import { createHash } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
@@ -252,7 +253,7 @@ function sharedInputs(c: ClusterFacts): string {
 /**
  * Host rows of a cluster, not locked: the cluster's lock keeps refreshes of
  * it one at a time, and each host is written with compare-and-swap on the
- * facts it was read with (applyHostRefresh), so a poll's check-in or an
+ * facts it was read with (applyHostRefreshes), so a poll's check-in or an
  * agent's reply never waits for a refresh to finish. The large columns (inventory, and the doc
  * with its O(n) connectivity report) are read again only for hosts whose
  * facts_version moved since this process last read them (every write of the

@@ -399,7 +399,7 @@ describe('a refresher works on several clusters at a time', () => {
 describe('a refresher claims and reads a batch of targets together', () => {
   it('refreshes several pending clusters in one transaction with one claim and one read of their clusters and hosts', async () => {
     const envs: Env[] = [];
-    // Batches of 4 (REFRESH_BATCH_TARGETS is the default; see its comment for why it is 1).
+    // Batches of 4, asked for explicitly (the default is REFRESH_BATCH_TARGETS).
     for (let i = 0; i < 4; i++) envs.push(await newCluster(`batch${i}`, 2, 100 + i));
     await drainRefreshRequests(ctx);
     // Each cluster gets a report that changes a validation, then all are refreshed in one drain.
