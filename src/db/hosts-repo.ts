@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
 import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from './database';
+import type { eventRow } from './events-repo';
 
 type Q = Knex | Knex.Transaction;
 
@@ -116,13 +117,17 @@ export interface HostRefreshWrite {
 
 /**
  * A refresh's writes of any number of hosts as one statement (one shape for
- * any count: the writes are a jsonb array). Each row is a compare-and-swap
- * as compareAndSet's, also on the facts version: written only while its
- * status and facts version are those the refresh read, the doc's fields
- * merged, the facts version moved. Returns the light columns of the rows
- * written.
+ * any count: the writes are a jsonb array), with the events of the hosts it
+ * wrote. Each row is a compare-and-swap as compareAndSet's, also on the facts
+ * version: written only while its status and facts version are those the
+ * refresh read, the doc's fields merged, the facts version moved. Each event
+ * ($3, in order) is recorded only if its host was written: one statement
+ * where a refresh of a booting cluster made hundreds, and the rows it writes
+ * are locked from it to the commit, not through an insert after it. Returns
+ * the light columns of the rows written.
  */
-const COMPARE_AND_SET_REFRESHES_SQL = `update hosts h set
+const COMPARE_AND_SET_REFRESHES_SQL = `with w as (
+  update hosts h set
     status = case when w.status is null then h.status else w.status end,
     status_info = case when w.status is null then h.status_info else w.status_info end,
     status_updated_at = case when w.status is null then h.status_updated_at else $2::timestamptz end,
@@ -134,7 +139,16 @@ const COMPARE_AND_SET_REFRESHES_SQL = `update hosts h set
   from jsonb_to_recordset($1::jsonb) as w(ie uuid, id uuid, from_status text, facts_version bigint, status text, status_info text,
                                           suggested_role text, set_inventory boolean, inventory text, doc jsonb)
   where h.infra_env_id = w.ie and h.id = w.id and h.status = w.from_status and h.facts_version = w.facts_version
-  returning ${HOST_LIGHT_COLUMNS.map((c) => `h.${c}`).join(', ')}`;
+  returning ${HOST_LIGHT_COLUMNS.map((c) => `h.${c}`).join(', ')}),
+e as (
+  insert into events (name, severity, category, message, cluster_id, host_id, infra_env_id, request_id, props)
+  select e.name, e.severity, e.category, e.message, e.cluster_id, e.host_id, e.infra_env_id, e.request_id, e.props::jsonb
+    from jsonb_to_recordset($3::jsonb) as e(name text, severity text, category text, message text, cluster_id uuid,
+                                            host_id uuid, infra_env_id uuid, request_id text, props text, n int)
+   where exists (select 1 from w where w.infra_env_id = e.infra_env_id and w.id = e.host_id)
+   order by e.n
+  returning 1)
+select w.*, (select count(*) from e) as lf_events from w`;
 
 export function createHostsRepo(db: Knex) {
   const t = (q: Q = db) => q<HostRow>('hosts');
@@ -230,11 +244,13 @@ export function createHostsRepo(db: Knex) {
     },
     /**
      * A refresh's writes (HostRefreshWrite) in one statement, in the caller's
-     * transaction; the rows written, without their large columns (the caller
-     * knows them: what it read with what it wrote). A host missing from the
-     * answer moved or got new facts since it was read.
+     * transaction, with the events of the hosts written (each event's host_id
+     * and infra_env_id name its host; in their order); the rows written,
+     * without their large columns (the caller knows them: what it read with
+     * what it wrote). A host missing from the answer moved or got new facts
+     * since it was read, and its events were not recorded.
      */
-    async compareAndSetRefreshes(writes: HostRefreshWrite[], trx: Knex.Transaction): Promise<Array<Omit<HostRow, 'inventory' | 'doc'>>> {
+    async compareAndSetRefreshes(writes: HostRefreshWrite[], trx: Knex.Transaction, events: Array<ReturnType<typeof eventRow>> = []): Promise<Array<Omit<HostRow, 'inventory' | 'doc'>>> {
       if (!writes.length) return [];
       const list = writes.map((w) => ({
         ie: w.key.infraEnvId,
@@ -248,7 +264,9 @@ export function createHostsRepo(db: Knex) {
         inventory: w.inventory ?? null,
         doc: w.docFields,
       }));
-      return hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, COMPARE_AND_SET_REFRESHES_SQL, [JSON.stringify(list), new Date()]);
+      const rows = await hotQuery<Omit<HostRow, 'inventory' | 'doc'> & { lf_events?: string }>(trx, COMPARE_AND_SET_REFRESHES_SQL, [JSON.stringify(list), new Date(), JSON.stringify(events.map((e, n) => ({ ...e, n })))]);
+      for (const r of rows) delete r.lf_events;
+      return rows;
     },
     /**
      * The poll path in one round trip: records the check-in and returns the

@@ -124,7 +124,7 @@ interface HostPlan {
   becomesKnown: boolean;
 }
 
-function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, kept?: KeptValidation): HostPlan {
+function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, kept?: KeptValidation, requestId?: string): HostPlan {
   const last = kept?.entry.validated;
   const same = last !== undefined && last.inputs === kept!.inputs;
   // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
@@ -149,34 +149,37 @@ function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: 
     return { row, facts, results, kept, v, becomesKnown: false };
   }
   const becomesKnown = statusChanged && transition!.to === 'known' && !doc.known_at;
+  const hostName = facts.hostname ?? row.id;
+  // Its validation events, recorded with its write, only if it is written.
+  const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
+  const { failed, fixed } = validationChanges(statusesOf(doc.validations_info), results, true);
+  const events: NewEvent[] = [
+    ...failed.map((r): NewEvent => ({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } })),
+    ...fixed.map((r): NewEvent => ({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } })),
+  ];
   const write: HostRefresh = {
     host: row,
     event,
     ...(disks?.inventory !== undefined ? { inventory: disks.inventory } : {}),
     suggested_role: facts.suggestedRole,
     docFields: { ...disks?.doc, validations_info: info, validation_remediation: details, ...(becomesKnown ? { known_at: ctx.now().toISOString() } : {}) },
-    hostName: facts.hostname ?? row.id,
+    hostName,
+    events,
   };
   return { row, facts, results, kept, v, write, disks, becomesKnown };
 }
 
 /**
  * After the write of planned hosts (applyHostRefreshes, all in one
- * statement): each host as written, or undefined where it was not written
- * because it changed since it was read; its validation events go to `events`.
+ * statement, with their events): each host as written, or undefined where it
+ * was not written because it changed since it was read.
  */
-function recordHost(ctx: ServiceContext, plan: HostPlan, move: HostMove | undefined, events: NewEvent[], requestId?: string): HostRow | undefined {
+function recordHost(ctx: ServiceContext, plan: HostPlan, move: HostMove | undefined): HostRow | undefined {
   if (!plan.write) return plan.row;
   if (!move) return undefined;
-  const { row, kept, disks, results } = plan;
   // The inventory as written (the disk decisions in it) is the one the next refresh sees, parsed: facts.inventory.
-  if (disks?.inventory !== undefined && kept) rememberReport(kept.entry.memo, 'inventory', disks.inventory, plan.facts.inventory);
-  const base = { hostId: row.id, infraEnvId: row.infra_env_id, clusterId: row.cluster_id, requestId };
-  const hostName = plan.write.hostName!;
-  const { failed, fixed } = validationChanges(statusesOf((row.doc as Json).validations_info), results, true);
-  for (const r of failed) events.push({ ...base, name: 'host_validation_failed', props: { host_name: hostName, validation_id: r.id, message: r.hint ? `${r.message}. Fix: ${r.hint}` : r.message } });
-  for (const r of fixed) events.push({ ...base, name: 'host_validation_fixed', props: { host_name: hostName, validation_id: r.id } });
-  if (plan.becomesKnown) ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(row.created_at).getTime()) / 1000);
+  if (plan.disks?.inventory !== undefined && plan.kept) rememberReport(plan.kept.entry.memo, 'inventory', plan.disks.inventory, plan.facts.inventory);
+  if (plan.becomesKnown) ctx.metrics?.registrationToKnown((ctx.now().getTime() - new Date(plan.row.created_at).getTime()) / 1000);
   return move.row;
 }
 
@@ -468,13 +471,11 @@ export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction
  */
 async function refreshReads(ctx: ServiceContext, trx: Knex.Transaction, reads: ClusterRead[], requestId?: string): Promise<ClusterRow[]> {
   const planned: PlannedCluster[] = [];
-  for (const r of reads) planned.push(await planCluster(ctx, trx, r));
+  for (const r of reads) planned.push(await planCluster(ctx, trx, r, requestId));
   const writes = planned.flatMap((p) => p.hosts.filter((h) => h.write));
-  const moves = await applyHostRefreshes(ctx, trx, writes.map((h) => h.write!), { requestId });
+  const moves = writes.length ? await applyHostRefreshes(ctx, trx, writes.map((h) => h.write!), { requestId }) : [];
   const moveOf = new Map(writes.map((h, i) => [h, moves[i]]));
-  const events: NewEvent[] = [];
-  const done = planned.map((p) => ({ p, rows: p.hosts.map((h) => recordHost(ctx, h, moveOf.get(h), events, requestId)) }));
-  await ctx.repos.events.addMany(events, trx);
+  const done = planned.map((p) => ({ p, rows: p.hosts.map((h) => recordHost(ctx, h, moveOf.get(h))) }));
   const out: ClusterRow[] = [];
   for (const { p, rows } of done) out.push(await finishCluster(ctx, trx, p, rows, requestId));
   return out;
@@ -493,7 +494,7 @@ interface PlannedCluster {
 }
 
 /** A cluster's refresh up to its hosts' writes: its derived networks and step view written (seldom), its hosts planned. */
-async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: ClusterRead): Promise<PlannedCluster> {
+async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: ClusterRead, requestId?: string): Promise<PlannedCluster> {
   const settings = lifecycleSettings(ctx);
   let cluster = read.cluster;
   const clusterId = cluster.id;
@@ -509,7 +510,7 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   const hosts = read.hosts.map(({ row, entry }, i) => {
     const kept = { inputs: `${ownInputs(row, hostList[i]!, settings)}\u0000${shared}`, entry };
     if (entry.validated?.settled && entry.validated.inputs === kept.inputs) return { row, facts: hostList[i]!, results: entry.validated.results, kept, v: entry.validated, becomesKnown: false };
-    return planHost(ctx, row, hostList[i]!, facts, settings, kept);
+    return planHost(ctx, row, hostList[i]!, facts, settings, kept, requestId);
   });
   return { cluster, facts, hostList, hosts, shared, settings };
 }
@@ -560,11 +561,9 @@ async function finishCluster(ctx: ServiceContext, trx: Knex.Transaction, p: Plan
 /** A host without a cluster is validated alone (no network or role context). */
 export async function refreshUnboundHost(ctx: ServiceContext, trx: Knex.Transaction, row: HostRow, requestId?: string): Promise<HostRow> {
   const facts = hostFacts(row, ctx.now().getTime(), undefined, await latestShedEpisode(trx));
-  const plan = planHost(ctx, row, facts, undefined, lifecycleSettings(ctx));
+  const plan = planHost(ctx, row, facts, undefined, lifecycleSettings(ctx), undefined, requestId);
   const [move] = plan.write ? await applyHostRefreshes(ctx, trx, [plan.write], { requestId }) : [];
-  const events: NewEvent[] = [];
-  const written = recordHost(ctx, plan, move, events, requestId);
-  await ctx.repos.events.addMany(events, trx);
+  const written = recordHost(ctx, plan, move);
   if (!written) await requestRefresh(trx, { infraEnvId: row.infra_env_id, hostId: row.id });
   return written ?? row;
 }

@@ -92,6 +92,8 @@ export interface HostRefresh {
   inventory?: string;
   suggested_role?: string;
   hostName?: string;
+  /** More events of this host, recorded after its status event only if it is written (the refresh's validation events). */
+  events?: NewEvent[];
 }
 
 /**
@@ -104,13 +106,21 @@ export interface HostRefresh {
  * agent's fact stored meanwhile is never lost. Per refresh, in its order: the
  * move, or undefined when the host moved or got new facts since it was read
  * (those facts' own refresh request covers it). The status events of the
- * hosts that moved, in one insert.
+ * hosts that moved, and each host's own events, are recorded by that same
+ * statement, for the hosts it wrote.
  */
 export async function applyHostRefreshes(ctx: ServiceContext, trx: Knex.Transaction, refreshes: HostRefresh[], opts: { requestId?: string } = {}): Promise<Array<HostMove | undefined>> {
   const plans = refreshes.map((r) => {
     const t = nextHostStatus(r.host.status, r.event);
     const statusWrite = t !== undefined && (t.to !== r.host.status || t.info !== r.host.status_info);
     return { r, t, statusWrite };
+  });
+  // Every event a write would record, in order (each host's status event, then its own), sent with the writes:
+  // the statement records those of the hosts it wrote.
+  const events = plans.flatMap(({ r, t }) => {
+    const moved = t !== undefined && t.to !== r.host.status;
+    const asWritten = { ...r.host, doc: { ...(r.host.doc as Record<string, unknown>), ...r.docFields } } as HostRow;
+    return [...(moved ? [hostStatusEvent(r.host, asWritten, t, r.hostName, opts.requestId)] : []), ...(r.events ?? [])].map(eventRow);
   });
   const written = await ctx.repos.hosts.compareAndSetRefreshes(
     plans.map(({ r, t, statusWrite }) => ({
@@ -123,23 +133,18 @@ export async function applyHostRefreshes(ctx: ServiceContext, trx: Knex.Transact
       docFields: r.docFields,
     })),
     trx,
+    events,
   );
   const byKey = new Map(written.map((w) => [`${w.infra_env_id}/${w.id}`, w]));
-  const events: NewEvent[] = [];
-  const moves = plans.map(({ r, t }): HostMove | undefined => {
+  return plans.map(({ r, t }): HostMove | undefined => {
     const w = byKey.get(`${r.host.infra_env_id}/${r.host.id}`);
     if (!w) return undefined;
     // No large columns come back: they are what the caller read, with what it wrote.
     const row: HostRow = { ...w, inventory: r.inventory !== undefined ? r.inventory : r.host.inventory, doc: { ...(r.host.doc as Record<string, unknown>), ...r.docFields } } as HostRow;
     const moved = t !== undefined && t.to !== r.host.status;
-    if (moved) {
-      ctx.statusMoved?.({ aggregate: 'host', id: r.host.id, from: r.host.status, rule: t.rule });
-      events.push(hostStatusEvent(r.host, row, t, r.hostName, opts.requestId));
-    }
+    if (moved) ctx.statusMoved?.({ aggregate: 'host', id: r.host.id, from: r.host.status, rule: t.rule });
     return { row, transition: t, moved };
   });
-  await ctx.repos.events.addMany(events, trx);
-  return moves;
 }
 
 function hostStatusEvent(before: HostRow, row: HostRow, t: HostTransition, hostName: string | undefined, requestId: string | undefined): NewEvent {

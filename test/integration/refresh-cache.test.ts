@@ -86,7 +86,7 @@ const heavyReads = () =>
     .filter((s) => /^select h\.id, h\.infra_env_id, h\.inventory, h\.doc, h\.facts_version from hosts h/.test(s.sql))
     .flatMap((s) => s.bindings[1] as string[]);
 /** Hosts a refresh wrote: its write is one statement for all of them, a jsonb array of the writes. */
-const hostWrites = () => sent.filter((s) => /^update hosts h set/.test(s.sql)).reduce((n, s) => n + (JSON.parse(String(s.bindings[0])) as unknown[]).length, 0);
+const hostWrites = () => sent.filter((s) => /update hosts h set/.test(s.sql)).reduce((n, s) => n + (JSON.parse(String(s.bindings[0])) as unknown[]).length, 0);
 const validation = async (hostId: string, id: string) => {
   const doc = ((await db('hosts').where({ id: hostId }).first('doc')) as { doc: { validations_info: string } }).doc;
   return Object.values(JSON.parse(doc.validations_info) as Record<string, Array<{ id: string; status: string }>>)
@@ -425,14 +425,18 @@ describe('a refresher claims and reads a batch of targets together', () => {
     expect(count(/service_pressure/)).toBe(1);
     expect(count(/from "?clusters"?[\s\S]*service_pressure[\s\S]*for no key update/)).toBe(1);
     // The hosts of all four clusters written in one statement, after every read: rows are locked only from there to the commit.
-    expect(count(/^update hosts h set/)).toBe(1);
+    expect(count(/update hosts h set/)).toBe(1);
     expect(hostWrites()).toBeGreaterThanOrEqual(4);
-    const writeAt = sent.findIndex((s) => /^update hosts h set/.test(s.sql));
+    // Their events (each reporting host's failed memory check) came with that statement, not in inserts of their own.
+    expect(count(/insert into "?events"?/)).toBe(1);
+    expect(count(/^insert into "?events"?/)).toBe(0);
+    const writeAt = sent.findIndex((s) => /update hosts h set/.test(s.sql));
     const commitAt = sent.findIndex((s, i) => i > writeAt && /^commit/i.test(s.sql));
     expect(commitAt).toBeGreaterThan(writeAt);
     expect(sent.slice(writeAt + 1, commitAt).filter((s) => /^select/i.test(s.sql))).toEqual([]);
-    // Every cluster's reporting host got its own verdict.
+    // Every cluster's reporting host got its own verdict, and its event.
     for (const e of envs) expect(await validation(e.hostIds[0]!, 'has-memory-for-role')).toBe('failure');
+    for (const e of envs) expect(await db('events').where({ host_id: e.hostIds[0], name: 'host_validation_failed' }).whereRaw("props->>'validation_id' = 'has-memory-for-role'")).toHaveLength(1);
     expect(Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(0);
   });
 
@@ -479,6 +483,7 @@ describe('a refresh writes its hosts at the end, each only if unchanged since it
     const eventsBefore = Number((await db('events').where({ host_id: env.hostIds[1], name: 'host_validation_failed' }).count<Array<{ n: string }>>('* as n'))[0]!.n);
     await db.transaction((trx) => refreshCluster({ ...ctx, repos: { ...ctx.repos, hosts: racing } }, trx, env.clusterId));
     expect(await validation(env.hostIds[0]!, 'has-memory-for-role')).toBe('failure');
+    expect(await db('events').where({ host_id: env.hostIds[0], name: 'host_validation_failed' }).whereRaw("props->>'validation_id' = 'has-memory-for-role'")).toHaveLength(1);
     // Host 2 kept what it had: its new fact is there, its validations are not the refresh's (computed from older facts).
     expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('success');
     expect(((await db('hosts').where({ id: env.hostIds[1] }).first('doc')) as { doc: Record<string, unknown> }).doc.ntp_sources).toBe('[]');
