@@ -494,3 +494,20 @@ describe('a refresh writes its hosts at the end, each only if unchanged since it
     expect(await validation(env.hostIds[1]!, 'has-memory-for-role')).toBe('failure');
   });
 });
+
+describe('a batch of refreshes is bounded by the hosts it writes', () => {
+  it('takes no more clusters once it writes a cluster\'s worth of hosts, and refreshes the rest in the next round', async () => {
+    const envs: Env[] = [];
+    for (let i = 0; i < 3; i++) envs.push(await newCluster(`bound${i}`, 30, 140 + i));
+    await drainRefreshRequests(ctx);
+    // Every host of every cluster reports too little memory: each cluster's refresh writes all 30 of its hosts.
+    for (const e of envs) for (const [j, id] of e.hostIds.entries()) await report(e, id, `bound-h${j}`, `10.${140 + envs.indexOf(e)}.0.${11 + j}`, 1);
+    sent.length = 0;
+    expect(await drainRefreshRequests(ctx, Infinity, undefined, 0, 1, 8)).toBeGreaterThanOrEqual(3);
+    const writes = sent.filter((s) => /update hosts h set/.test(s.sql)).map((s) => (JSON.parse(String(s.bindings[0])) as unknown[]).length);
+    // 30 + 30 reach the bound (50): the third cluster waited for a write of its own.
+    expect(writes).toEqual([60, 30]);
+    for (const e of envs) for (const id of e.hostIds) expect(await validation(id, 'has-memory-for-role')).toBe('failure');
+    expect(Number((await db('refresh_requests').count<Array<{ n: string }>>('* as n'))[0]!.n)).toBe(0);
+  });
+});
