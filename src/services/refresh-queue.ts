@@ -293,7 +293,10 @@ export const REFRESH_CONCURRENCY = 1;
  * until it committed, and polls of those hosts waited (at 20,000 hosts,
  * batches of 4 made most hosts go disconnected in bench/fleet-real). Now the
  * hosts are written together at the end (refresh-service.ts), so a row is
- * locked only from that one statement to the commit.
+ * locked only from that one statement to the commit, and a batch takes no
+ * more clusters once it writes 50 hosts (BATCH_HOST_WRITES): booting
+ * clusters, which write most of their hosts, are refreshed about one at a
+ * time still.
  */
 export { REFRESH_BATCH_TARGETS };
 
