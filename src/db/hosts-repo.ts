@@ -138,7 +138,10 @@ const COMPARE_AND_SET_REFRESHES_SQL = `with w as (
     facts_version = h.facts_version + 1
   from jsonb_to_recordset($1::jsonb) as w(ie uuid, id uuid, from_status text, facts_version bigint, status text, status_info text,
                                           suggested_role text, set_inventory boolean, inventory text, doc jsonb)
-  where h.infra_env_id = w.ie and h.id = w.id and h.status = w.from_status and h.facts_version = w.facts_version
+  -- The keys again as arrays ($4, $5): the planner looks them up in the primary key (joined to the function's rows
+  -- alone, a generic plan made while the table was small scanned every host).
+  where h.infra_env_id = any($4::uuid[]) and h.id = any($5::uuid[])
+    and h.infra_env_id = w.ie and h.id = w.id and h.status = w.from_status and h.facts_version = w.facts_version
   returning ${HOST_LIGHT_COLUMNS.map((c) => `h.${c}`).join(', ')}),
 e as (
   insert into events (name, severity, category, message, cluster_id, host_id, infra_env_id, request_id, props)
@@ -264,7 +267,13 @@ export function createHostsRepo(db: Knex) {
         inventory: w.inventory ?? null,
         doc: w.docFields,
       }));
-      const rows = await hotQuery<Omit<HostRow, 'inventory' | 'doc'> & { lf_events?: string }>(trx, COMPARE_AND_SET_REFRESHES_SQL, [JSON.stringify(list), new Date(), JSON.stringify(events.map((e, n) => ({ ...e, n })))]);
+      const rows = await hotQuery<Omit<HostRow, 'inventory' | 'doc'> & { lf_events?: string }>(trx, COMPARE_AND_SET_REFRESHES_SQL, [
+        JSON.stringify(list),
+        new Date(),
+        JSON.stringify(events.map((e, n) => ({ ...e, n }))),
+        list.map((w) => w.ie),
+        list.map((w) => w.id),
+      ]);
       for (const r of rows) delete r.lf_events;
       return rows;
     },
