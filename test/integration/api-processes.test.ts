@@ -148,6 +148,10 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   const port = await freePort();
   const { child, log } = startApiProcesses(port, 2);
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
+  // One worker answering is not the end of start-up: until every serving process listens, a process that dies
+  // stops them all (by design: "exits 1 when its processes cannot start"). On a loaded machine the second
+  // worker listened seconds after the first, and the refresher killed meanwhile was not brought back.
+  await eventually(async () => log.some((l) => l.includes('api processes listening')), 60_000, 'every serving process listening');
   const { serving: workers, refresher } = await apiChildren(child.pid!);
 
   // The refresher runs below the serving processes' priority, refreshes, and is brought back when it dies.
