@@ -113,13 +113,15 @@ export async function applyHostRefreshes(ctx: ServiceContext, trx: Knex.Transact
   const plans = refreshes.map((r) => {
     const t = nextHostStatus(r.host.status, r.event);
     const statusWrite = t !== undefined && (t.to !== r.host.status || t.info !== r.host.status_info);
-    return { r, t, statusWrite };
+    // The doc as it will be once written (no large columns come back: they are what the caller read, with what it wrote).
+    const doc = { ...(r.host.doc as Record<string, unknown>), ...r.docFields };
+    return { r, t, statusWrite, doc };
   });
   // Every event a write would record, in order (each host's status event, then its own), sent with the writes:
   // the statement records those of the hosts it wrote.
-  const events = plans.flatMap(({ r, t }) => {
+  const events = plans.flatMap(({ r, t, doc }) => {
     const moved = t !== undefined && t.to !== r.host.status;
-    const asWritten = { ...r.host, doc: { ...(r.host.doc as Record<string, unknown>), ...r.docFields } } as HostRow;
+    const asWritten = { ...r.host, doc } as HostRow;
     return [...(moved ? [hostStatusEvent(r.host, asWritten, t, r.hostName, opts.requestId)] : []), ...(r.events ?? [])].map(eventRow);
   });
   const written = await ctx.repos.hosts.compareAndSetRefreshes(
@@ -136,11 +138,10 @@ export async function applyHostRefreshes(ctx: ServiceContext, trx: Knex.Transact
     events,
   );
   const byKey = new Map(written.map((w) => [`${w.infra_env_id}/${w.id}`, w]));
-  return plans.map(({ r, t }): HostMove | undefined => {
+  return plans.map(({ r, t, doc }): HostMove | undefined => {
     const w = byKey.get(`${r.host.infra_env_id}/${r.host.id}`);
     if (!w) return undefined;
-    // No large columns come back: they are what the caller read, with what it wrote.
-    const row: HostRow = { ...w, inventory: r.inventory !== undefined ? r.inventory : r.host.inventory, doc: { ...(r.host.doc as Record<string, unknown>), ...r.docFields } } as HostRow;
+    const row: HostRow = { ...w, inventory: r.inventory !== undefined ? r.inventory : r.host.inventory, doc } as HostRow;
     const moved = t !== undefined && t.to !== r.host.status;
     if (moved) ctx.statusMoved?.({ aggregate: 'host', id: r.host.id, from: r.host.status, rule: t.rule });
     return { row, transition: t, moved };
