@@ -62,7 +62,8 @@ export interface ChaosReport {
   durationMs: number;
   installs: number;
   installed: number;
-  notInstalled: Array<{ cluster: string; status: string; info: string }>;
+  /** With its hosts and its last events: enough to tell a stranded install from a slow one. */
+  notInstalled: Array<{ cluster: string; status: string; info: string; hosts: string[]; lastEvents: string[] }>;
   personActions: Array<{ cluster: string; host: string; action: string; reason: string; allowed: boolean }>;
   duplicateExecutions: Array<{ host: string; stepId: string; times: number }>;
   /** Install step executions counted from the agents' journals, and install steps the service dispatched. */
@@ -467,7 +468,7 @@ async function check(
 ): Promise<ChaosReport> {
   const db = stack.db;
   const clusters = (await db('clusters').whereIn('id', fleets.map((f) => f.clusterId)).select('id', 'name', 'status', 'status_info', 'doc')) as Array<{ id: string; name: string; status: string; status_info: string; doc: Record<string, unknown> }>;
-  const hosts = (await db('hosts').whereIn('cluster_id', fleets.map((f) => f.clusterId)).select('id', 'infra_env_id', 'cluster_id', 'role', 'bootstrap', 'status')) as Array<{ id: string; infra_env_id: string; cluster_id: string; role: string; bootstrap: boolean; status: string }>;
+  const hosts = (await db('hosts').whereIn('cluster_id', fleets.map((f) => f.clusterId)).select('id', 'infra_env_id', 'cluster_id', 'role', 'bootstrap', 'status', 'status_info')) as Array<{ id: string; infra_env_id: string; cluster_id: string; role: string; bootstrap: boolean; status: string; status_info: string }>;
 
   // Executions, from each agent's journal (one line per install step it ran).
   const duplicateExecutions: ChaosReport['duplicateExecutions'] = [];
@@ -529,7 +530,19 @@ async function check(
     durationMs: Date.now() - run.started,
     installs: fleets.length,
     installed: clusters.filter((c) => c.status === 'installed').length,
-    notInstalled: clusters.filter((c) => c.status !== 'installed').map((c) => ({ cluster: c.name, status: c.status, info: c.status_info })),
+    notInstalled: await Promise.all(
+      clusters
+        .filter((c) => c.status !== 'installed')
+        .map(async (c) => ({
+          cluster: c.name,
+          status: c.status,
+          info: c.status_info,
+          hosts: hosts.filter((h) => h.cluster_id === c.id).map((h) => `${h.id} ${h.role} ${h.status}: ${h.status_info}`),
+          lastEvents: ((await db('events').where({ cluster_id: c.id }).orderBy('seq', 'desc').limit(12).select('event_time', 'name', 'message')) as Array<{ event_time: string | Date; name: string; message: string }>)
+            .reverse()
+            .map((e) => `${new Date(e.event_time).toISOString()} ${e.name}: ${e.message}`),
+        })),
+    ),
     personActions: run.personActions,
     duplicateExecutions,
     executions,

@@ -28,7 +28,8 @@ const WRITE_FAILURE = { stage: 'Writing image to disk', kind: 'error', cause: 's
 const SEEDED = [
   { name: 'ins-ok', release: '1.31', installed: true, hostRetries: 0, failures: [] as (typeof WRITE_FAILURE)[], hosts: [{ profile: '8-15 cores / 32-63 GiB / 120-499 GB SSD', n: 3, installed: 3, failed: 0 }, { profile: '4-7 cores / 16-31 GiB / 120-499 GB SSD', n: 1, installed: 1, failed: 0 }] },
   // The retried host failed once but installed: its attempt result is installed.
-  { name: 'ins-retry', release: '1.32', installed: true, hostRetries: 1, failures: [WRITE_FAILURE], hosts: [{ profile: '8-15 cores / 32-63 GiB / 120-499 GB SSD', n: 3, installed: 3, failed: 0 }, { profile: '4-7 cores / 16-31 GiB / 120-499 GB SSD', n: 1, installed: 1, failed: 0 }] },
+  // Two workers (the good one and the retried one), so that the first failure fails the install whatever role it had.
+  { name: 'ins-retry', release: '1.32', installed: true, hostRetries: 1, failures: [WRITE_FAILURE], hosts: [{ profile: '8-15 cores / 32-63 GiB / 120-499 GB SSD', n: 3, installed: 3, failed: 0 }, { profile: '4-7 cores / 16-31 GiB / 120-499 GB SSD', n: 2, installed: 2, failed: 0 }] },
   { name: 'ins-fail', release: '1.30', installed: false, hostRetries: 0, failures: [WRITE_FAILURE], hosts: [{ profile: '16+ cores / 64+ GiB / 500-999 GB SSD', n: 1, installed: 0, failed: 1 }] },
 ];
 
@@ -88,7 +89,7 @@ beforeAll(async () => {
     return c;
   };
   const retryCluster = async () => {
-    const c = await readyCluster(h, 'ins-retry', `control-plane:3,${FAILS_WRITING_ONCE}:1`, 4, { openshift_version: '1.32' });
+    const c = await readyCluster(h, 'ins-retry', `control-plane:3,worker:1,${FAILS_WRITING_ONCE}:1`, 5, { openshift_version: '1.32' });
     expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
     const failed = await waitClusterStatus(h, c.clusterId, ['error'], 120000);
     const bad = failed.hosts.find((x: any) => x.status === 'error');

@@ -196,7 +196,7 @@ describe('web UI against the live stack (AUTH_TYPE=none)', () => {
   });
 
   it('retries a host that failed writing its image, from the progress page', async () => {
-    const c = await readyCluster(h, 'ui-retry', `control-plane:3,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 4);
+    const c = await readyCluster(h, 'ui-retry', `control-plane:3,worker:1,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 5);
     try {
       // A cluster registered through the API opens on its hosts step.
       await page.goto(`${h.api.url}/clusters/${c.clusterId}`);

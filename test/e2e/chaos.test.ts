@@ -13,7 +13,7 @@
  * undelivered; and the API answered 503, never another 5xx, while a
  * dependency was away.
  */
-import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runChaos } from '../../bench/chaos-lab';
 import { tempDir } from '../support/services';
@@ -38,11 +38,25 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
     downMs: [2000, 5000],
     dir,
     log,
-    deadlineMs: 200_000,
+    // 85 s alone on this machine; in one CI run beside the other suites, the victim's cluster was still in error
+    // at a 200 s deadline.
+    deadlineMs: 330_000,
   });
   writeFileSync(path.join(ARTIFACTS, 'chaos-report.json'), JSON.stringify(report, null, 2));
   log(`report: ${JSON.stringify({ ...report, kills: undefined })}`);
 
+  try {
+    assertPromise(report);
+  } catch (err) {
+    // CI keeps only what the test prints: the lab's own account of the run, and where the unfinished installs stood.
+    console.log(`chaos.log:\n${readFileSync(logFile, 'utf8')}\nnot installed: ${JSON.stringify(report.notInstalled, null, 2)}`);
+    throw err;
+  }
+  // Kept when anything above failed: every process's log is in <dir>/logs.
+  rmSync(dir, { recursive: true, force: true });
+}, 400_000);
+
+function assertPromise(report: Awaited<ReturnType<typeof runChaos>>) {
   // Each component was killed, and the kills landed while installs were in flight.
   expect(report.kills.map((k) => k.component).sort()).toEqual(['agent', 'api', 'postgres', 'temporal', 'worker']);
   expect(report.kills.every((k) => Object.keys(k.inFlight).some((s) => ['preparing-for-installation', 'installing', 'finalizing'].includes(s)))).toBe(true);
@@ -66,6 +80,4 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
   expect(report.serverErrors).toEqual([]);
   expect(Object.keys(report.answers.by5xx).filter((s) => s !== '503')).toEqual([]);
   expect(report.answers.during.dependencyDown503).toBeGreaterThan(0);
-  // Kept when anything above failed: every process's log is in <dir>/logs.
-  rmSync(dir, { recursive: true, force: true });
-}, 240_000);
+}

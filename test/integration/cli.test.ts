@@ -236,7 +236,10 @@ describe('landfall install, events, kubeconfig, logs, report', () => {
   it('a failed install: install --wait exits 1 with plain progress lines, report names host, stage, cause and remediation', async () => {
     const c = await json(['cluster', 'create', 'cli-fail', '--base-domain', 'example.com', '--api-vip', '192.168.127.250', '--ingress-vip', '192.168.127.251', '--machine-network', '192.168.127.0/24']);
     const ie = await json(['infraenv', 'create', '--cluster', 'cli-fail']);
-    const fleet = await bootFleet(h, c.id, ie.id, 'cli-fail', `control-plane:3,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 4);
+    // Two workers: whichever role the failing host is given, its failure leaves the success rule out of reach. With one
+    // worker, a failed worker is allowed, and the failing host (the smallest) is a worker whenever the three control
+    // planes' inventories were in before its own: the install then succeeded (a CI flake).
+    const fleet = await bootFleet(h, c.id, ie.id, 'cli-fail', `control-plane:3,worker:1,${path.join(FIXTURE_PROFILES, 'worker-fails-writing.yaml')}:1`, 5);
     try {
       const r = await landfall(['install', '--cluster', 'cli-fail', '--wait'], { timeoutMs: 90000 });
       const api = (await call('GET', `${h.api.base}/clusters/${c.id}`)).body;

@@ -28,27 +28,48 @@ export function testReplicas(): number {
 /**
  * /metrics as a Prometheus server would see the service: with one process its
  * answer; with replicas, each replica scraped and the process-local series
- * summed across them (the rest are read from PostgreSQL and agree).
+ * summed across them (the rest are read from PostgreSQL and agree). A series
+ * only some replicas have (a stage whose every report reached one replica) is
+ * kept: the sum is over the union of series, under the first replica's family
+ * headers, each family's samples kept together as the exposition format asks.
  */
 export async function scrapeMetrics(h: { url: string; balancer?: Balancer }): Promise<string> {
   const urls = h.balancer ? h.balancer.targets() : [h.url];
   const texts = await Promise.all(urls.map((u) => fetch(`${u}/metrics`).then((r) => r.text())));
   if (texts.length === 1) return texts[0]!;
-  const local = (line: string) => PROCESS_LOCAL_METRICS.some((m) => line.startsWith(m));
-  const sums = new Map<string, number>();
-  for (const t of texts.slice(1)) {
+  const family = (line: string) => PROCESS_LOCAL_METRICS.find((m) => line.startsWith(`${m}_`) || line.startsWith(`${m}{`) || line.startsWith(`${m} `));
+  // Per local family, its series in first-seen order across replicas, summed.
+  const sums = new Map<string, Map<string, number>>();
+  for (const t of texts) {
     for (const line of t.split('\n')) {
       const m = /^([^#].*) (\S+)$/.exec(line);
-      if (m && local(line)) sums.set(m[1]!, (sums.get(m[1]!) ?? 0) + Number(m[2]));
+      const f = m && family(line);
+      if (!m || !f) continue;
+      const series = sums.get(f) ?? new Map<string, number>();
+      sums.set(f, series);
+      series.set(m[1]!, (series.get(m[1]!) ?? 0) + Number(m[2]));
     }
   }
-  return texts[0]!
-    .split('\n')
-    .map((line) => {
-      const m = /^([^#].*) (\S+)$/.exec(line);
-      return m && local(line) && sums.has(m[1]!) ? `${m[1]} ${Number(m[2]) + sums.get(m[1]!)!}` : line;
-    })
-    .join('\n');
+  const out: string[] = [];
+  const written = new Set<string>();
+  const writeFamily = (f: string) => {
+    if (written.has(f)) return;
+    written.add(f);
+    for (const [series, value] of sums.get(f) ?? []) out.push(`${series} ${value}`);
+  };
+  for (const line of texts[0]!.split('\n')) {
+    const type = /^# TYPE (\S+) /.exec(line);
+    if (type && PROCESS_LOCAL_METRICS.includes(type[1]!)) {
+      // The samples right after their family's header, even when this replica has none of them.
+      out.push(line);
+      writeFamily(type[1]!);
+      continue;
+    }
+    const f = /^[^#].* \S+$/.test(line) ? family(line) : undefined;
+    if (f) writeFamily(f);
+    else out.push(line);
+  }
+  return out.join('\n');
 }
 
 /**
