@@ -98,6 +98,7 @@ interface MemorySample {
   pgPssKb: number;
   /** The API's V8 heap in use, from /metrics, when it exports it. */
   apiHeapUsedBytes?: number;
+  apiHeapUsedBytesByRole?: Record<string, number>;
   /** The API's RSS by process role (primary, serve: all serving processes, refresh), kB. */
   apiRssKbByRole?: Record<string, number>;
 }
@@ -110,14 +111,20 @@ interface Minute {
   memory: MemorySample;
 }
 
-/** The API's heap in use, if its /metrics has a gauge for it (summed over processes by whoever answers). */
-async function heapUsed(base: string): Promise<number | undefined> {
+/** The API's heap in use, if its /metrics has a gauge for it (summed over its processes), in all and by process role. */
+async function heapUsed(base: string): Promise<{ bytes?: number; byRole?: Record<string, number> }> {
   try {
     const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
-    const m = /^(?:landfall_process_heap_used_bytes|nodejs_heap_size_used_bytes)(?:\{[^}]*\})?\s+([0-9.e+]+)/m.exec(text);
-    return m ? Number(m[1]) : undefined;
+    const byRole: Record<string, number> = {};
+    let bytes: number | undefined;
+    for (const m of text.matchAll(/^(?:landfall_process_heap_used_bytes|nodejs_heap_size_used_bytes)(?:\{([^}]*)\})?\s+([0-9.e+]+)$/gm)) {
+      const role = /role="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? 'all';
+      byRole[role] = (byRole[role] ?? 0) + Number(m[2]);
+      bytes = (bytes ?? 0) + Number(m[2]);
+    }
+    return { bytes, byRole };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
@@ -160,7 +167,8 @@ async function main(): Promise<void> {
     const sampleMemory = async (seconds: number): Promise<MemorySample> => {
       const api = treeRssKb(s.apiPid);
       const pg = treeRssKb(s.postmasterPid);
-      return { seconds, apiRssKb: api.kb, apiPssKb: treePssKb(s.apiPid), apiProcesses: api.processes, pgRssKb: pg.kb, pgPssKb: treePssKb(s.postmasterPid), apiHeapUsedBytes: await heapUsed(s.base), apiRssKbByRole: treeRssKbByRole(s.apiPid) };
+      const heap = await heapUsed(s.base);
+      return { seconds, apiRssKb: api.kb, apiPssKb: treePssKb(s.apiPid), apiProcesses: api.processes, pgRssKb: pg.kb, pgPssKb: treePssKb(s.postmasterPid), apiHeapUsedBytes: heap.bytes, apiHeapUsedBytesByRole: heap.byRole, apiRssKbByRole: treeRssKbByRole(s.apiPid) };
     };
     const setupMemory = await sampleMemory(0);
     const samples: MemorySample[] = [];
@@ -186,7 +194,7 @@ async function main(): Promise<void> {
           minuteFreshness.push(await probe.stop());
           probe = seconds < total ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
         }
-        log(`  minute ${minute}: API RSS ${mb(m.apiRssKb)} (${m.apiProcesses} process(es)), PostgreSQL RSS ${mb(m.pgRssKb)}${m.apiHeapUsedBytes !== undefined ? `, API heap used ${mb(m.apiHeapUsedBytes / 1024)}` : ''}; API RSS by role: ${Object.entries(m.apiRssKbByRole ?? {}).map(([r, kb]) => `${r} ${mb(kb)}`).join(', ')}`);
+        log(`  minute ${minute}: API RSS ${mb(m.apiRssKb)} (${m.apiProcesses} process(es)), PostgreSQL RSS ${mb(m.pgRssKb)}${m.apiHeapUsedBytes !== undefined ? `, API heap used ${mb(m.apiHeapUsedBytes / 1024)}` : ''}; API RSS by role: ${Object.entries(m.apiRssKbByRole ?? {}).map(([r, kb]) => `${r} ${mb(kb)}`).join(', ')}; heap by role: ${Object.entries(m.apiHeapUsedBytesByRole ?? {}).map(([r, b]) => `${r} ${mb(b / 1024)}`).join(', ')}`);
       }
     }
     const result = await running;

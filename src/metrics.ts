@@ -45,12 +45,16 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     },
   });
   // RSS alone does not tell a leak (the heap grows) from the allocator keeping freed pages; bench/soak reads both.
+  // By role (an API process that serves requests, the API's refresher, or a process of its own: main), so that with
+  // several processes the sum over each role says which kind holds the memory.
+  const role = process.env.API_PROCESS_ROLE ?? 'main';
   new Gauge({
     name: 'landfall_process_heap_used_bytes',
-    help: 'V8 heap in use by this process',
+    help: 'V8 heap in use by this process, by process role (serve, refresh, main)',
+    labelNames: ['role'],
     registers: [registry],
     collect() {
-      this.set(process.memoryUsage().heapUsed);
+      this.set({ role }, process.memoryUsage().heapUsed);
     },
   });
   new Counter({
