@@ -15,6 +15,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createDb } from '../../src/db/database';
 import { REFRESHER_NICE } from '../../src/api/refresher-process';
+import { REFRESHER_V8_ARGS } from '../../src/api/cluster';
 import { migrateLatest } from '../../src/db/migrations';
 import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
@@ -157,6 +158,12 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   // The refresher runs below the serving processes' priority, refreshes, and is brought back when it dies.
   expect(getPriority(refresher)).toBe(Math.max(REFRESHER_NICE, getPriority(child.pid!)));
   for (const pid of workers) expect(getPriority(pid)).toBe(getPriority(child.pid!));
+  // Its heap is collected sooner (REFRESHER_V8_ARGS); the serving processes keep V8's own factor.
+  const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  expect(REFRESHER_V8_ARGS.length).toBeGreaterThan(0);
+  expect(argv(refresher)).toEqual(expect.arrayContaining([...REFRESHER_V8_ARGS]));
+  expect(argv(refresher).some((a) => a.startsWith('--heap-growing-percent='))).toBe(true);
+  for (const pid of workers) expect(argv(pid).some((a) => a.startsWith('--heap-growing-percent'))).toBe(false);
   await refreshRequestTaken();
   process.kill(refresher, 'SIGKILL');
   const refresherAgain = await eventually(async () => {
