@@ -62,10 +62,28 @@ const sleep = (ms: number, signal: AbortSignal) =>
 export async function seedInsightsDemo(o: DemoInsightsOptions, signal: AbortSignal): Promise<{ created: string[]; skipped: string[] }> {
   const base = `${o.apiUrl}/api/assisted-install/v2`;
   const call = async (method: string, path: string, body?: unknown): Promise<Json & Json[]> => {
-    const r = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...o.headers }, body: body === undefined ? undefined : JSON.stringify(body), signal });
-    if (!r.ok) throw new Error(`${method} ${path}: HTTP ${r.status} ${await r.text()}`);
-    const text = await r.text();
-    return (text ? JSON.parse(text) : {}) as Json & Json[];
+    // A 503 or 429 (a dependency away, or the API shedding load on a busy machine: the request was not carried out) is
+    // waited out as the API asks, for up to a minute; so is a failed read. Seen once in CI: a demo cluster never
+    // seeded on a loaded machine, with only a warning to say so.
+    const until = Date.now() + 60_000;
+    for (;;) {
+      const r = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...o.headers }, body: body === undefined ? undefined : JSON.stringify(body), signal }).catch((err: Error) => {
+        if (method !== 'GET' || signal.aborted || Date.now() > until) throw err;
+        return undefined;
+      });
+      if (r && (r.status === 503 || r.status === 429) && !signal.aborted && Date.now() < until) {
+        await r.body?.cancel();
+        await sleep(Math.min(5, Math.max(1, Number(r.headers.get('retry-after')) || 1)) * 1000, signal);
+        continue;
+      }
+      if (!r) {
+        await sleep(1000, signal);
+        continue;
+      }
+      if (!r.ok) throw new Error(`${method} ${path}: HTTP ${r.status} ${await r.text()}`);
+      const text = await r.text();
+      return (text ? JSON.parse(text) : {}) as Json & Json[];
+    }
   };
   const waitFor = async (what: string, timeoutMs: number, check: () => Promise<boolean>) => {
     const deadline = Date.now() + timeoutMs;
