@@ -8,6 +8,7 @@
  * second start adds nothing.
  */
 import type { Logger } from '../logger';
+import { retryAfterMsOf, sleep } from '../../agent/service-client';
 
 export interface DemoScenario {
   key: string;
@@ -53,11 +54,6 @@ export interface DemoInsightsOptions {
 
 type Json = Record<string, unknown>;
 const PULL_SECRET = JSON.stringify({ auths: { 'registry.demo.invalid': { auth: 'ZGVtbzpkZW1v' } } });
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 export async function seedInsightsDemo(o: DemoInsightsOptions, signal: AbortSignal): Promise<{ created: string[]; skipped: string[] }> {
   const base = `${o.apiUrl}/api/assisted-install/v2`;
@@ -66,18 +62,19 @@ export async function seedInsightsDemo(o: DemoInsightsOptions, signal: AbortSign
     // waited out as the API asks, for up to a minute; so is a failed read. Seen once in CI: a demo cluster never
     // seeded on a loaded machine, with only a warning to say so.
     const until = Date.now() + 60_000;
+    const mayRetry = () => !signal.aborted && Date.now() < until;
     for (;;) {
-      const r = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...o.headers }, body: body === undefined ? undefined : JSON.stringify(body), signal }).catch((err: Error) => {
-        if (method !== 'GET' || signal.aborted || Date.now() > until) throw err;
-        return undefined;
-      });
-      if (r && (r.status === 503 || r.status === 429) && !signal.aborted && Date.now() < until) {
-        await r.body?.cancel();
-        await sleep(Math.min(5, Math.max(1, Number(r.headers.get('retry-after')) || 1)) * 1000, signal);
+      let r: Response;
+      try {
+        r = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...o.headers }, body: body === undefined ? undefined : JSON.stringify(body), signal });
+      } catch (err) {
+        if (method !== 'GET' || !mayRetry()) throw err;
+        await sleep(1000, signal);
         continue;
       }
-      if (!r) {
-        await sleep(1000, signal);
+      if ((r.status === 503 || r.status === 429) && mayRetry()) {
+        await r.body?.cancel();
+        await sleep(Math.min(5000, Math.max(1000, retryAfterMsOf(r.headers.get('retry-after')))), signal);
         continue;
       }
       if (!r.ok) throw new Error(`${method} ${path}: HTTP ${r.status} ${await r.text()}`);
