@@ -444,6 +444,7 @@ function printWindow(w: RateWindow): void {
   const f = w.freshness;
   if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
+  if (w.cpuCores.apiProcesses) log(`  API by process ${Object.entries(w.cpuCores.apiProcesses).map(([k, v]) => `${k.split(':')[0]} ${fmt(v, 2)}`).join(', ')} (cores)`);
   log(`  CPU/request   API ${fmt((1000 * w.cpuCores.api) / o.achieved, 3)} ms, PostgreSQL ${fmt((1000 * w.cpuCores.postgres) / o.achieved, 3)} ms (steadier than req/s on a loaded machine; cores ÷ achieved rate)`);
   log(`  RSS peak      API ${mb(w.apiRssKbPeak)}, PostgreSQL ${mb(w.pgRssKbPeak)}${w.refreshBacklog !== undefined ? `; clusters waiting for a refresh at the end: ${w.refreshBacklog}` : ''}`);
 }

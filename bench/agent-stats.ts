@@ -94,6 +94,8 @@ export function parseRates(text: string): number[] {
 export interface CpuSnapshot {
   wall: number;
   api: number;
+  /** Each API process's own CPU seconds, keyed `<role>:<pid>` (role: API_PROCESS_ROLE, or primary). */
+  apiProcesses?: Record<string, number>;
   postgres: number;
   generator: number;
   bench: number;
@@ -104,6 +106,8 @@ export interface CpuSnapshot {
 /** Cores used by each party between two snapshots; `other` is the machine's busy time not used by any of them. */
 export interface CpuShare {
   api: number;
+  /** Cores of each API process alive at both snapshots (`<role>:<pid>`): says whether the serving processes share the load. */
+  apiProcesses?: Record<string, number>;
   postgres: number;
   generator: number;
   bench: number;
@@ -120,7 +124,8 @@ export function cpuShare(a: CpuSnapshot, b: CpuSnapshot): CpuShare {
   const generator = per(a.generator, b.generator);
   const bench = per(a.bench, b.bench);
   const machineBusy = per(a.machineBusy, b.machineBusy);
-  return { api, postgres, generator, bench, other: Math.max(0, machineBusy - api - postgres - generator - bench), machineBusy, machineCores: per(a.machineTotal, b.machineTotal) };
+  const apiProcesses = a.apiProcesses && b.apiProcesses ? Object.fromEntries(Object.entries(b.apiProcesses).filter(([k]) => k in a.apiProcesses!).map(([k, v]) => [k, per(a.apiProcesses![k]!, v)])) : undefined;
+  return { api, ...(apiProcesses ? { apiProcesses } : {}), postgres, generator, bench, other: Math.max(0, machineBusy - api - postgres - generator - bench), machineBusy, machineCores: per(a.machineTotal, b.machineTotal) };
 }
 
 /** RSS growth between two readings, as a ratio of the first (0.05 = grew 5 %). */

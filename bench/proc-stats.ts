@@ -92,6 +92,22 @@ function rssKbOf(pid: number): number {
   }
 }
 
+/** A process's API_PROCESS_ROLE (`serve`, `refresh`), or `primary` without one. */
+function roleOf(pid: number): string {
+  try {
+    return /(?:^|\0)API_PROCESS_ROLE=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1] || 'primary';
+  } catch {
+    return 'primary';
+  }
+}
+
+/** Each member's own CPU seconds (its reaped children apart), keyed `<role>:<pid>`. */
+export function treeCpuSecondsByProcess(root: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [pid, s] of tree(root)) out[`${roleOf(pid)}:${pid}`] = s.self;
+  return out;
+}
+
 /** Resident memory of a process tree: the sum of its members' VmRSS (shared pages counted in each), kB, and how many processes. */
 export function treeRssKb(root: number): { kb: number; processes: number } {
   const pids = treePids(root);
@@ -106,12 +122,7 @@ export function treeRssKb(root: number): { kb: number; processes: number } {
 export function treeRssKbByRole(root: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const pid of treePids(root)) {
-    let role = 'primary';
-    try {
-      role = /(?:^|\0)API_PROCESS_ROLE=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1] || 'primary';
-    } catch {
-      // gone, or not ours to read
-    }
+    const role = roleOf(pid);
     out[role] = (out[role] ?? 0) + rssKbOf(pid);
   }
   return out;
