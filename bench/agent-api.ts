@@ -362,6 +362,10 @@ async function main(): Promise<void> {
     if (opts.pgStats && pgTop.length) {
       log(`PostgreSQL      top statements in the ${fmt(profileRate)} req/s window:`);
       if (hotShare) log(`  hosts rows updated in that window: ${fmt(hotShare.updates)}, of which HOT (no index entry written): ${fmt(hotShare.hot)} (${fmt((100 * hotShare.hot) / Math.max(1, hotShare.updates), 1)} %)`);
+      const size = (await s.pgQuery(`select avg(pg_column_size(h.*))::int as row, avg(pg_column_size(h.doc))::int as doc, avg(pg_column_size(h.inventory))::int as inventory, avg(pg_column_size(h.step_sends))::int as sends,
+                                            pg_relation_size('hosts') as heap, pg_total_relation_size('hosts') as total from hosts h`)).rows[0] ?? {};
+      // A poll rewrites its host's row (HOT): the row's inline width is what each check-in copies and prunes.
+      log(`  hosts row inline ${size.row} B on average (doc ${size.doc} B, inventory ${size.inventory} B, step_sends ${size.sends} B, as stored: compressed or a TOAST pointer); heap ${mb(Number(size.heap) / 1024)}, with TOAST and indexes ${mb(Number(size.total) / 1024)}`);
       // Plans are counted only with pg_stat_statements.track_planning on (--pg-conf pg_stat_statements.track_planning=on).
       for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.plans)).padStart(7)} plans  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${String(r.query).slice(0, 160)}`);
     }
@@ -445,6 +449,7 @@ function printWindow(w: RateWindow): void {
   if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
   if (w.cpuCores.apiProcesses) log(`  API by process ${Object.entries(w.cpuCores.apiProcesses).map(([k, v]) => `${k.split(':')[0]} ${fmt(v, 2)}`).join(', ')} (cores)`);
+  if (w.cpuCores.postgresKinds) log(`  PostgreSQL by process kind ${Object.entries(w.cpuCores.postgresKinds).filter(([, v]) => v >= 0.005).sort((x, y) => y[1] - x[1]).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (cores)`);
   log(`  CPU/request   API ${fmt((1000 * w.cpuCores.api) / o.achieved, 3)} ms, PostgreSQL ${fmt((1000 * w.cpuCores.postgres) / o.achieved, 3)} ms (steadier than req/s on a loaded machine; cores ÷ achieved rate)`);
   log(`  RSS peak      API ${mb(w.apiRssKbPeak)}, PostgreSQL ${mb(w.pgRssKbPeak)}${w.refreshBacklog !== undefined ? `; clusters waiting for a refresh at the end: ${w.refreshBacklog}` : ''}`);
 }

@@ -18,7 +18,7 @@ import { BASE_PATH } from '../src/api/assisted/presenters';
 import { inventoryFor } from './inventory';
 import { hostName, type ClosedCommand, type ClosedResult, type LoadMessage, type OpenCommand, type OpenResult } from './agent-load';
 import { percentiles, type CpuSnapshot, type Percentiles } from './agent-stats';
-import { machineCpu, processCpuSeconds, treeCpuSeconds, treeCpuSecondsByProcess, treePids, treeRssKb } from './proc-stats';
+import { machineCpu, postgresCpuSecondsByKind, processCpuSeconds, treeCpuSeconds, treeCpuSecondsByProcess, treePids, treeRssKb } from './proc-stats';
 
 export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
 export const ms = (v: number): string => `${fmt(v, v < 10 ? 1 : 0)} ms`;
@@ -325,6 +325,7 @@ export function cpuSnapshot(stack: Stack, generatorPid: number): CpuSnapshot {
     api: treeCpuSeconds(stack.apiPid),
     apiProcesses: treeCpuSecondsByProcess(stack.apiPid),
     postgres: treeCpuSeconds(stack.postmasterPid),
+    postgresKinds: postgresCpuSecondsByKind(stack.postmasterPid),
     generator: processCpuSeconds(generatorPid),
     bench: (u.user + u.system) / 1e6,
     machineBusy: m.busy,

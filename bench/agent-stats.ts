@@ -97,6 +97,8 @@ export interface CpuSnapshot {
   /** Each API process's own CPU seconds, keyed `<role>:<pid>` (role: API_PROCESS_ROLE, or primary). */
   apiProcesses?: Record<string, number>;
   postgres: number;
+  /** PostgreSQL's CPU seconds by kind of process (backend, walwriter, autovacuum worker, …). */
+  postgresKinds?: Record<string, number>;
   generator: number;
   bench: number;
   machineBusy: number;
@@ -109,6 +111,8 @@ export interface CpuShare {
   /** Cores of each API process alive at both snapshots (`<role>:<pid>`): says whether the serving processes share the load. */
   apiProcesses?: Record<string, number>;
   postgres: number;
+  /** PostgreSQL's cores by kind of process; a kind with no process left at the second snapshot counts what it used before (its reaped time is the postmaster's). */
+  postgresKinds?: Record<string, number>;
   generator: number;
   bench: number;
   other: number;
@@ -125,7 +129,8 @@ export function cpuShare(a: CpuSnapshot, b: CpuSnapshot): CpuShare {
   const bench = per(a.bench, b.bench);
   const machineBusy = per(a.machineBusy, b.machineBusy);
   const apiProcesses = a.apiProcesses && b.apiProcesses ? Object.fromEntries(Object.entries(b.apiProcesses).filter(([k]) => k in a.apiProcesses!).map(([k, v]) => [k, per(a.apiProcesses![k]!, v)])) : undefined;
-  return { api, ...(apiProcesses ? { apiProcesses } : {}), postgres, generator, bench, other: Math.max(0, machineBusy - api - postgres - generator - bench), machineBusy, machineCores: per(a.machineTotal, b.machineTotal) };
+  const postgresKinds = a.postgresKinds && b.postgresKinds ? Object.fromEntries(Object.keys({ ...a.postgresKinds, ...b.postgresKinds }).map((k) => [k, per(a.postgresKinds![k] ?? 0, b.postgresKinds![k] ?? 0)])) : undefined;
+  return { api, ...(apiProcesses ? { apiProcesses } : {}), postgres, ...(postgresKinds ? { postgresKinds } : {}), generator, bench, other: Math.max(0, machineBusy - api - postgres - generator - bench), machineBusy, machineCores: per(a.machineTotal, b.machineTotal) };
 }
 
 /** RSS growth between two readings, as a ratio of the first (0.05 = grew 5 %). */

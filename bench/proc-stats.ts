@@ -108,6 +108,31 @@ export function treeCpuSecondsByProcess(root: number): Record<string, number> {
   return out;
 }
 
+/**
+ * PostgreSQL's CPU seconds by kind of process, from each one's title
+ * (`postgres: walwriter`, `postgres: autovacuum worker`, …): `backend` for
+ * every connection's process, `postmaster` for the root.
+ */
+export function postgresCpuSecondsByKind(root: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [pid, s] of tree(root)) {
+    let kind = 'postmaster';
+    if (pid !== root) {
+      let title = '';
+      try {
+        title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '');
+      } catch {
+        // gone
+      }
+      const m = /^postgres: (.*)$/.exec(title);
+      const known = ['autovacuum launcher', 'autovacuum worker', 'walwriter', 'checkpointer', 'background writer', 'logical replication launcher', 'walsummarizer', 'io worker'];
+      kind = m ? (known.find((k) => m[1]!.startsWith(k)) ?? 'backend') : 'other';
+    }
+    out[kind] = (out[kind] ?? 0) + s.self;
+  }
+  return out;
+}
+
 /** Resident memory of a process tree: the sum of its members' VmRSS (shared pages counted in each), kB, and how many processes. */
 export function treeRssKb(root: number): { kb: number; processes: number } {
   const pids = treePids(root);
