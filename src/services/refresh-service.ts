@@ -384,31 +384,38 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
   const light = await hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, LIGHT_HOSTS_SQL, [clusterIds]);
   // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
-  const entries = new Map<string, CachedHost>();
-  const stale = light.filter((r) => {
-    const k = cacheKey(r);
-    const e = heavyCache.get(k);
-    if (e?.version !== String(r.facts_version)) return true;
-    entries.set(k, e);
-    return false;
-  });
+  // Each row's key is made once (the rows are hundreds per batch).
+  const keys = light.map(cacheKey);
+  const entries: Array<CachedHost | undefined> = new Array(light.length);
+  const stale: number[] = [];
+  for (let i = 0; i < light.length; i++) {
+    const e = heavyCache.get(keys[i]!);
+    if (e?.version === String(light[i]!.facts_version)) entries[i] = e;
+    else stale.push(i);
+  }
   if (stale.length) {
-    const heavy = await hotQuery<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>(trx, HEAVY_HOSTS_SQL, [stale.map((r) => r.infra_env_id), stale.map((r) => r.id)]);
+    const heavy = await hotQuery<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>(trx, HEAVY_HOSTS_SQL, [stale.map((i) => light[i]!.infra_env_id), stale.map((i) => light[i]!.id)]);
+    const read = new Map<string, CachedHost>();
     for (const h of heavy) {
       const k = cacheKey(h);
       const memo: ReportMemo = heavyCache.get(k)?.memo ?? new Map();
       const e = { version: String(h.facts_version), doc: keepReports(h.inventory, h.doc as Json, memo), memo };
-      entries.set(k, e);
+      read.set(k, e);
       remember(k, e);
     }
+    for (const i of stale) entries[i] = read.get(keys[i]!);
   }
   const out = new Map<string, ReadHost[]>(clusterIds.map((id) => [id, []]));
-  for (const r of light) {
-    const h = entries.get(cacheKey(r));
+  for (let i = 0; i < light.length; i++) {
+    const h = entries[i];
     // Deleted between the two reads: not this refresh's host any more.
     if (!h) continue;
-    // No inventory text: the refresh reads the host's reports from its memo (hostFacts, freeAddresses with the memo).
-    out.get(r.cluster_id!)?.push({ row: { ...r, inventory: null, doc: h.doc } as HostRow, entry: h });
+    // The light row itself becomes the host's row (it is this read's own object): no inventory text, the refresh
+    // reads the host's reports from its memo (hostFacts, freeAddresses with the memo).
+    const row = light[i] as HostRow;
+    row.inventory = null;
+    row.doc = h.doc;
+    out.get(row.cluster_id!)?.push({ row, entry: h });
   }
   return out;
 }
