@@ -95,6 +95,12 @@ interface MixRequest {
 }
 
 const GIB = 1024 ** 3;
+/**
+ * What the upstream agent's generated client sends with every poll and reply
+ * (V2GetNextStepsParams, V2PostStepReplyParams: DiscoveryAgentVersion), the
+ * version it registered with (bench/agent-stack.ts).
+ */
+const AGENT_HEADERS = { discovery_agent_version: 'bench-agent:1.0' } as const;
 
 class Mix {
   /** How many replies each host has posted: the next one states another memory size. */
@@ -111,9 +117,9 @@ class Mix {
     const p = this.stepsPaths[i]!;
     if (Math.random() < this.postRatio) {
       const n = ++this.replies[i]!;
-      return { kind: 'POST', method: 'POST', path: p, headers: { 'content-type': 'application/json', accept: 'application/json' }, body: Buffer.from(changedInventoryReply(i, n)) };
+      return { kind: 'POST', method: 'POST', path: p, headers: { 'content-type': 'application/json', accept: 'application/json', ...AGENT_HEADERS }, body: Buffer.from(changedInventoryReply(i, n)) };
     }
-    return { kind: 'GET', method: 'GET', path: `${p}?timestamp=${Math.floor(Date.now() / 1000)}`, headers: { accept: 'application/json' } };
+    return { kind: 'GET', method: 'GET', path: `${p}?timestamp=${Math.floor(Date.now() / 1000)}`, headers: { accept: 'application/json', ...AGENT_HEADERS } };
   }
 }
 
