@@ -32,6 +32,8 @@ interface ClusterView {
    * digests are memoised too (step-cadence.ts) instead of hashed per poll.
    */
   shared: Map<string, string[] | undefined>;
+  /** Per host without machine networks, its own free-network-addresses arguments (one array per view, digest memoised too). */
+  ownFree: Map<string, string[] | undefined>;
 }
 
 /** Above this many peers a host probes a rotating sample (AS admits at most 150 connectivity steps a minute past 150 hosts). */
@@ -92,6 +94,7 @@ export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 
     connectivityArgs: new Map(),
     byId: new Map(),
     shared: new Map(),
+    ownFree: new Map(),
   };
 }
 
@@ -119,8 +122,23 @@ function smallNetworks(nets: string[]): string[] | undefined {
   return small.length ? [JSON.stringify(small)] : undefined;
 }
 
+/**
+ * The inventory step's arguments by host: the same array for a host's every
+ * poll, so its digest (step-cadence.ts) is made once, not per poll. Its
+ * content is the host's id alone: losing an entry changes no answer.
+ */
+const inventoryArgs = new Map<string, string[]>();
+const INVENTORY_ARGS_HOSTS = 100_000;
+
 export async function stepArgs(ctx: ServiceContext, type: string, host: PollingHost): Promise<string[] | undefined> {
-  if (type === 'inventory') return [host.id];
+  if (type === 'inventory') {
+    let args = inventoryArgs.get(host.id);
+    if (!args) {
+      if (inventoryArgs.size >= INVENTORY_ARGS_HOSTS) inventoryArgs.delete(inventoryArgs.keys().next().value!);
+      inventoryArgs.set(host.id, (args = [host.id]));
+    }
+    return args;
+  }
   if (type === 'installation-disk-speed-check') {
     const row = await host.row();
     const inventory = parseJson<Inventory>(row?.inventory);
@@ -153,8 +171,13 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
     case 'free-network-addresses': {
       // With machine networks every host sweeps the same ones; without, each its own.
       if (view?.machineNetworks.length) return sharedArgs(view, type, () => smallNetworks(view.machineNetworks));
-      const own = self ? self.nics.flatMap((n) => n.ip_addresses) : (parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses ?? []);
-      return smallNetworks([...new Set(own.map(networkOf))]);
+      const ownNetworks = (addresses: string[]) => smallNetworks([...new Set(addresses.map(networkOf))]);
+      if (view && self) {
+        // From the view, the same array for every poll of the host while the view holds.
+        if (!view.ownFree.has(host.id)) view.ownFree.set(host.id, ownNetworks(self.nics.flatMap((n) => n.ip_addresses)));
+        return view.ownFree.get(host.id);
+      }
+      return ownNetworks((parseJson<Inventory>((await host.row())?.inventory)?.interfaces ?? []).flatMap((i) => i.ipv4_addresses ?? []));
     }
     case 'container-image-availability': {
       // The images the install step names (InstallCmdRequest); timeout in seconds, as assisted-service sends it.
