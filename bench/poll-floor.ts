@@ -22,14 +22,9 @@ import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort } from '../src/dev/process-utils';
 import { LeanPool } from './lean-http';
 import { treeCpuSeconds } from './proc-stats';
-import { postmasterPid } from './support';
+import { numberFlag, postmasterPid, stringFlag } from './support';
 
 const ROWS = 5000;
-
-function flag(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
 
 /** The child: offers `rate` GETs a second for `seconds`, a random row each, and reports p50/p99 from each due time. */
 function generator(): void {
@@ -63,8 +58,8 @@ function generator(): void {
 }
 
 async function main(): Promise<void> {
-  const rates = flag('rates', '800,1500').split(',').map(Number);
-  const seconds = Number(flag('seconds', '20'));
+  const rates = stringFlag('rates', '800,1500')!.split(',').map(Number);
+  const seconds = numberFlag('seconds', 20);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'poll-floor-'));
   // As root, PostgreSQL runs as its own user and must reach its data folder.
   chmodSync(dir, 0o755);
