@@ -31,7 +31,10 @@ export interface DemoScenario {
 /** The mix, cycled when more clusters are asked for than there are scenarios. */
 export const DEMO_SCENARIOS: readonly DemoScenario[] = [
   { key: 'clean', release: '1.32', mix: 'control-plane:3,worker:2', count: 5 },
-  { key: 'flaky-disk', release: '1.31', mix: 'control-plane:3,flaky-disk-worker:1', count: 4, onFailure: 'retry' },
+  // Two workers besides the three control planes: roles are suggested in the order inventories arrive, so the flaky
+  // host may end up a control plane or a worker, and either way its failure fails the install (with one worker, a
+  // failed worker left the cluster installed and the retry this scenario shows never happened).
+  { key: 'flaky-disk', release: '1.31', mix: 'control-plane:3,worker:1,flaky-disk-worker:1', count: 5, onFailure: 'retry' },
   { key: 'broken-sno', release: '1.30', mix: 'failing-installer', count: 1, singleNode: true, onFailure: 'leave' },
   { key: 'renamed-host', release: '1.32', mix: 'control-plane:3,worker_bad_hostname:1', count: 4, fixes: [{ hostPrefix: 'worker_bad_hostname', afterSeconds: 20, action: 'rename' }] },
   { key: 'sno', release: '1.31', mix: 'control-plane', count: 1, singleNode: true },

@@ -5,6 +5,7 @@
  */
 import { DEMO_SCENARIOS } from '../../src/dev/demo-insights';
 import { expandMix, loadProfile } from '../../agent/profiles';
+import { successRule } from '../../src/domain/lifecycle/success-rule';
 
 describe('insights demo scenarios', () => {
   it.each(DEMO_SCENARIOS.map((s) => [s.key, s] as const))('%s uses shipped profiles', (_key, s) => {
@@ -26,5 +27,23 @@ describe('insights demo scenarios', () => {
     expect(profilesOf('undersized').some((p) => p.cpu.count < 2)).toBe(true);
     expect(byKey.undersized!.install).toBe(false);
     expect(new Set(DEMO_SCENARIOS.map((s) => s.release)).size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('flaky-disk fails its install whichever role its flaky host gets, so the retry always happens', () => {
+    const s = DEMO_SCENARIOS.find((x) => x.key === 'flaky-disk')!;
+    const profiles = expandMix(s.mix, s.count).map(loadProfile);
+    const flaky = profiles.findIndex((p) => p.install?.fail_once);
+    expect(flaky).toBeGreaterThanOrEqual(0);
+    // Three control planes (the demo's clusters are highly available) among the hosts, every choice of them.
+    const n = profiles.length;
+    let cases = 0;
+    for (let a = 0; a < n; a++)
+      for (let b = a + 1; b < n; b++)
+        for (let c = b + 1; c < n; c++) {
+          const hosts = profiles.map((_p, i) => ({ role: [a, b, c].includes(i) ? 'master' : 'worker', status: i === flaky ? 'error' : 'installed' }));
+          expect(successRule(3, hosts)).toBe('impossible');
+          cases++;
+        }
+    expect(cases).toBeGreaterThan(0);
   });
 });
