@@ -56,7 +56,7 @@ export interface RunningRefresher {
 
 export function startRefresherProcess(cfg: Config, logger: Logger): RunningRefresher {
   if (!cfg.database.url) throw new Error('DATABASE_URL is required for the API (landfall dev starts an embedded PostgreSQL)');
-  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode);
+  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode, logger);
   const temporal = createTemporalClient(cfg.temporal);
   const repos = createRepos(db);
   // Its refreshes record metrics (registration → known); the primary sums them with the serving processes'.

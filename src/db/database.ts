@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import type { PlanCacheMode } from '../config';
+import type { Logger } from '../logger';
 
 export type Db = Knex;
 
@@ -104,8 +105,11 @@ export async function hotQuery<R>(db: Db | Knex.Transaction, text: string, value
  * The statements here look rows up by key, where a generic plan
  * is the plan a custom one would be.
  */
-export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan'): Db {
+export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger): Db {
   return knex({
+    // knex's own messages (a connection lost, a pool that cannot connect) go to the service's log, structured, instead
+    // of knex's console.log: with PostgreSQL away they were bare lines beside the JSON log. Without a logger: knex's.
+    ...(logger ? { log: knexLog(logger.child({ component: 'db' })) } : {}),
     client: PreparingClient as unknown as typeof knex.Client,
     connection: { connectionString: url, connectionTimeoutMillis: 5000 },
     pool: {
@@ -119,6 +123,17 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
     },
     acquireConnectionTimeout: 10000,
   });
+}
+
+/** knex's logger interface onto ours: its warnings and errors keep their level; debug goes to debug. */
+function knexLog(log: Logger): Knex.Config['log'] {
+  const text = (m: unknown) => (m instanceof Error ? m.message : typeof m === 'string' ? m : JSON.stringify(m));
+  return {
+    warn: (m: unknown) => log.warn({ knex: text(m) }, 'database client warning'),
+    error: (m: unknown) => log.error({ knex: text(m) }, 'database client error'),
+    deprecate: (method: string, alternative: string) => log.warn({ knex: `${method} is deprecated, use ${alternative}` }, 'database client warning'),
+    debug: (m: unknown) => log.debug({ knex: text(m) }, 'database client debug'),
+  };
 }
 
 /** Round trip used by /readyz; a timeout counts as a failure. */

@@ -178,7 +178,7 @@ export async function runDev(cfgIn: Config): Promise<void> {
     if (!cfg.images.discoveryOsIso) cfg = { ...cfg, images: { ...cfg.images, discoveryOsIso: builtDiscoveryOsIso() } };
     if (!cfg.images.discoveryOsIso && !cfg.images.baseIsoPath) logger.warn('no discovery OS was built (scripts/build-discovery-os.sh): discovery ISO downloads answer 404 unless RELEASES_FILE names base images');
 
-    const db = createDb(cfg.database.url!, 2);
+    const db = createDb(cfg.database.url!, 2, undefined, logger);
     try {
       const applied = await migrateLatest(db);
       logger.info({ applied }, 'migrations up to date');

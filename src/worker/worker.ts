@@ -80,7 +80,7 @@ export async function startWorker(cfg: Config, logger: Logger = createLogger(cfg
   if (!cfg.database.url) throw new Error('DATABASE_URL is required for the worker (landfall dev starts an embedded PostgreSQL)');
   installRuntime(logger);
   const abort = new AbortController();
-  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode);
+  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode, logger);
   const store = createObjectStore(cfg.storage);
   const connection = await connectWithRetry(cfg.temporal.address, logger, abort.signal);
   const client = new Client({ connection: await Connection.connect({ address: cfg.temporal.address }), namespace: cfg.temporal.namespace });
