@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import type { PlanCacheMode } from '../config';
 import type { Logger } from '../logger';
+import { PollLane } from './poll-lane';
 
 export type Db = Knex;
 
@@ -105,8 +106,8 @@ export async function hotQuery<R>(db: Db | Knex.Transaction, text: string, value
  * The statements here look rows up by key, where a generic plan
  * is the plan a custom one would be.
  */
-export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger): Db {
-  return knex({
+export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger, options: { pollLane?: boolean } = {}): Db {
+  const db = knex({
     // knex's own messages (a connection lost, a pool that cannot connect) go to the service's log, structured, instead
     // of knex's console.log: with PostgreSQL away they were bare lines beside the JSON log. Without a logger: knex's.
     ...(logger ? { log: knexLog(logger.child({ component: 'db' })) } : {}),
@@ -123,6 +124,33 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
     },
     acquireConnectionTimeout: 10000,
   });
+  if (options.pollLane) {
+    const lane = new PollLane(url, planCacheMode, logger?.child({ component: 'db' }));
+    lanes.set(db, lane);
+    // The lane's connection ends with the pool's (knex's destroy is its client's; the knex object's own is read-only).
+    const client = db.client as { destroy(callback?: unknown): Promise<void> };
+    const destroy = client.destroy.bind(client);
+    client.destroy = async (callback?: unknown) => {
+      await lane.close();
+      return destroy(callback);
+    };
+  }
+  return db;
+}
+
+const lanes = new WeakMap<Db, PollLane>();
+
+/**
+ * A hot statement on the database's poll lane (src/db/poll-lane.ts), as a
+ * named prepared statement like hotQuery: its rows, or undefined when the
+ * database has no lane or the lane could not run it (then the caller sends
+ * its pool statement). The same `query` event as hotQuery's.
+ */
+export async function laneQuery<R>(db: Db, text: string, values: unknown[]): Promise<R[] | undefined> {
+  const lane = lanes.get(db);
+  if (!lane) return undefined;
+  db.emit('query', { sql: text, bindings: values, method: 'raw' });
+  return lane.query<R>(statementName(text), text, values);
 }
 
 /** knex's logger interface onto ours: its warnings and errors keep their level; debug goes to debug. */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
-import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from './database';
+import { hotQuery, laneQuery, PREPARED, SOFT_COMMIT_SQL } from './database';
 import type { eventRow } from './events-repo';
 
 type Q = Knex | Knex.Transaction;
@@ -73,6 +73,19 @@ const CHECK_IN_SQL = `update hosts set
     exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < $11 and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
     (report_pending is not null) as report_pending,
     (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp`;
+
+/**
+ * CHECK_IN_SQL for the poll lane, which must never wait: the row is taken
+ * only if no other transaction holds it (a refresh writing its hosts holds
+ * theirs until it commits), and otherwise nothing is written or returned.
+ */
+const CHECK_IN_LANE_SQL = CHECK_IN_SQL.replace(
+  'where infra_env_id = $9 and id = $10 and',
+  'where (infra_env_id, id) = (select l.infra_env_id, l.id from hosts l where l.infra_env_id = $9 and l.id = $10 for no key update skip locked) and',
+);
+if (CHECK_IN_LANE_SQL === CHECK_IN_SQL) throw new Error('hosts-repo: the check-in statement no longer has the key condition the poll lane rewrites');
+
+type CheckInRow = { status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null };
 
 /**
  * Whether the check-in applied the plan: the row returned matches it (this
@@ -292,7 +305,7 @@ export function createHostsRepo(db: Knex) {
      */
     async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess): Promise<CheckedIn | undefined> {
       // Instants as ISO text: pg's own Date serialiser (local time with its offset) was a visible share of a poll's CPU.
-      const rows = await hotQuery<{ status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null }>(db, CHECK_IN_SQL, [
+      const values = [
         new Date().toISOString(),
         agentTimestamp ?? null,
         agentVersion ?? null,
@@ -304,7 +317,11 @@ export function createHostsRepo(db: Knex) {
         k.infraEnvId,
         k.hostId,
         resendBefore.toISOString(),
-      ]);
+      ];
+      // The poll lane first (src/db/poll-lane.ts); nothing from it (no lane, the row held, no such host, the lane
+      // failing) sends the statement through the pool, which waits for a held row and says whether the host exists.
+      const laned = await laneQuery<CheckInRow>(db, CHECK_IN_LANE_SQL, values);
+      const rows = laned?.length ? laned : await hotQuery<CheckInRow>(db, CHECK_IN_SQL, values);
       const r = rows[0];
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },

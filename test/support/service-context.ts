@@ -23,7 +23,8 @@ export interface TestServiceContext {
 
 export async function startTestServiceContext(name: string, poolMax = 8): Promise<TestServiceContext> {
   const pg = await startTestPostgres(`${name.replace(/-/g, '_')}_${Math.random().toString(36).slice(2, 8)}`);
-  const db = createDb(pg.url, poolMax);
+  // As the API opens it: with the poll lane (src/db/poll-lane.ts), so check-ins here take the path they take in service.
+  const db = createDb(pg.url, poolMax, undefined, undefined, { pollLane: true });
   await migrateLatest(db);
   const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir(`${name}-objects`) });
   const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;

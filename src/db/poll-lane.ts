@@ -1,0 +1,99 @@
+/**
+ * The poll's lane: one pipelined PostgreSQL connection per process for the
+ * statement every agent poll sends (the check-in). Its statements go out as
+ * they come, without waiting for the one before to be answered, and each is
+ * still its own transaction (a Sync after each): PostgreSQL reads several
+ * from one wake-up when polls arrive together, and a poll takes no pool
+ * connection. Measured in the agent-api mix at 1,700 req/s on the 2-core
+ * machine (bench/README.md, 2026-11-29): poll p99 114–151 ms against
+ * 399–469 ms through the pool, serving CPU 0.62 core against 0.70–0.79.
+ *
+ * A pipeline is answered in order, so one statement that waits holds back
+ * every poll behind it. The statements sent here must never wait for a lock:
+ * the check-in sent on the lane skips a row another transaction holds and
+ * answers nothing, and its caller then sends it through the pool, where it
+ * waits as before (hosts-repo checkIn). Whatever goes wrong on the lane (no
+ * connection, a broken one, an error, a statement that does not come back
+ * within STALL_MS) gives undefined, and the caller uses the pool: the lane
+ * only ever saves work, the pool's answer is the authority. After a failure
+ * to connect, the lane is left alone for RETRY_AFTER_MS, so a database that
+ * is away costs each poll no extra connection attempt.
+ */
+import { Client } from 'pg';
+import type { PlanCacheMode } from '../config';
+import type { Logger } from '../logger';
+
+/** A statement still unanswered after this long: the connection is dropped (every statement on it goes to the pool). */
+const STALL_MS = 10_000;
+/** After a failed connection attempt, the lane is not tried again for this long. */
+const RETRY_AFTER_MS = 1_000;
+/** How the lane's backend shows in pg_stat_activity (tests find it by it). */
+export const POLL_LANE_APPLICATION_NAME = 'landfall-poll-lane';
+
+export class PollLane {
+  private client: Promise<Client> | undefined;
+  private retryAt = 0;
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly planCacheMode: PlanCacheMode,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** The statement's rows, or undefined when the lane could not run it (the caller then uses the pool). */
+  async query<R>(name: string, text: string, values: unknown[]): Promise<R[] | undefined> {
+    if (this.closed || Date.now() < this.retryAt) return undefined;
+    let client: Client;
+    try {
+      client = await (this.client ??= this.connect());
+    } catch {
+      // Not connected: the pool's for RETRY_AFTER_MS (every caller that waited on this attempt lands here alike).
+      this.client = undefined;
+      this.retryAt = Date.now() + RETRY_AFTER_MS;
+      return undefined;
+    }
+    try {
+      return (await client.query<R & Record<string, unknown>>({ name, text, values })).rows;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Ends the connection; statements on it still get their answers first. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const c = this.client;
+    this.client = undefined;
+    await c?.then((client) => client.end()).catch(() => undefined);
+  }
+
+  private connect(): Promise<Client> {
+    // pg's pipeline mode (8.23): statements are written without waiting; query_timeout drops the connection when one
+    // does not come back, which fails every statement on it (pg cannot take one out of a pipeline).
+    const client = new Client({ connectionString: this.url, application_name: POLL_LANE_APPLICATION_NAME, connectionTimeoutMillis: 5000, query_timeout: STALL_MS, pipeline: true } as ConstructorParameters<typeof Client>[0]);
+    const attempt: Promise<Client> = (async () => {
+      try {
+        await client.connect();
+        // As every pool connection (createDb): a hot statement planned once per connection.
+        if (this.planCacheMode !== 'auto') await client.query(`set plan_cache_mode = ${this.planCacheMode}`).catch((err: Error & { code?: string }) => {
+          if (err.code !== '42704') throw err;
+        });
+        return client;
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        throw err;
+      }
+    })();
+    const drop = () => {
+      if (this.client === attempt) this.client = undefined;
+    };
+    // A broken connection: the next statement opens another. Without a listener, pg's error event would end the process.
+    client.on('error', (err) => {
+      drop();
+      this.logger?.warn({ err: err.message }, 'poll lane connection lost; polls use the pool until it is back');
+    });
+    client.on('end', drop);
+    return attempt;
+  }
+}
