@@ -34,6 +34,8 @@ export class PollLane {
   private client: Promise<Client> | undefined;
   private retryAt = 0;
   private closed = false;
+  /** Whether the last connection attempt failed: a failure is logged once, and the connection that ends it. */
+  private down = false;
 
   constructor(
     private readonly url: string,
@@ -47,11 +49,17 @@ export class PollLane {
     let client: Client;
     try {
       client = await (this.client ??= this.connect());
-    } catch {
+    } catch (err) {
       // Not connected: the pool's for RETRY_AFTER_MS (every caller that waited on this attempt lands here alike).
       this.client = undefined;
       this.retryAt = Date.now() + RETRY_AFTER_MS;
+      if (!this.down && !this.closed) this.logger?.warn({ err: (err as Error).message }, 'poll lane cannot connect; polls use the pool until it can');
+      this.down = true;
       return undefined;
+    }
+    if (this.down) {
+      this.down = false;
+      this.logger?.info('poll lane connected again');
     }
     try {
       return (await client.query<R & Record<string, unknown>>({ name, text, values })).rows;

@@ -4,6 +4,8 @@
  * so a database that is away costs each poll no extra connection attempt.
  */
 import { createServer, type AddressInfo, type Server } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { PollLane } from '../../src/db/poll-lane';
 
 let server: Server;
@@ -22,8 +24,15 @@ afterAll(async () => {
 });
 
 describe('a poll lane that cannot connect', () => {
-  it('answers undefined, and leaves the server alone until its retry time', async () => {
-    const lane = new PollLane(`postgres://u:p@127.0.0.1:${(server.address() as AddressInfo).port}/db`, 'auto');
+  it('answers undefined, leaves the server alone until its retry time, and says so once', async () => {
+    const lines: Array<{ msg: string; level: number }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as { msg: string; level: number });
+        cb();
+      },
+    });
+    const lane = new PollLane(`postgres://u:lane-secret-pw@127.0.0.1:${(server.address() as AddressInfo).port}/db`, 'auto', pino({ level: 'info' }, sink));
     try {
       expect(await lane.query('s1', 'select 1', [])).toBeUndefined();
       expect(attempts).toBe(1);
@@ -34,13 +43,16 @@ describe('a poll lane that cannot connect', () => {
       await new Promise((r) => setTimeout(r, 1100));
       expect(await lane.query('s1', 'select 1', [])).toBeUndefined();
       expect(attempts).toBe(2);
+      // Two failed attempts, one warning: a database that stays away is not logged once a second.
+      expect(lines.filter((l) => l.msg.startsWith('poll lane cannot connect'))).toHaveLength(1);
+      expect(lines.every((l) => !JSON.stringify(l).includes('lane-secret-pw'))).toBe(true);
     } finally {
       await lane.close();
     }
   });
 
   it('answers undefined once closed, without connecting', async () => {
-    const lane = new PollLane(`postgres://u:p@127.0.0.1:${(server.address() as AddressInfo).port}/db`, 'auto');
+    const lane = new PollLane(`postgres://u:lane-secret-pw@127.0.0.1:${(server.address() as AddressInfo).port}/db`, 'auto');
     const before = attempts;
     await lane.close();
     expect(await lane.query('s1', 'select 1', [])).toBeUndefined();
