@@ -72,7 +72,7 @@ describe('the poll lane', () => {
     const held = checkIn(ids[0]!, 'held');
     // Sent after the held one on the same pipeline: answered while the row is still held.
     const behind = Promise.all(ids.slice(1).map((id) => checkIn(id, 'behind')));
-    const answeredWhileHeld = await Promise.race([behind.then(() => true), new Promise((r) => setTimeout(() => r(false), 5000))]);
+    const answeredWhileHeld = await Promise.race([behind.then(() => true), new Promise((r) => setTimeout(() => r(false), 5000).unref())]);
     expect(answeredWhileHeld).toBe(true);
     let heldDone = false;
     void held.then(() => (heldDone = true));
