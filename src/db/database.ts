@@ -107,10 +107,11 @@ export async function hotQuery<R>(db: Db | Knex.Transaction, text: string, value
  * is the plan a custom one would be.
  */
 export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger, options: { pollLane?: boolean } = {}): Db {
+  const log = logger?.child({ component: 'db' });
   const db = knex({
     // knex's own messages (a connection lost, a pool that cannot connect) go to the service's log, structured, instead
     // of knex's console.log: with PostgreSQL away they were bare lines beside the JSON log. Without a logger: knex's.
-    ...(logger ? { log: knexLog(logger.child({ component: 'db' })) } : {}),
+    ...(log ? { log: knexLog(log) } : {}),
     client: PreparingClient as unknown as typeof knex.Client,
     connection: { connectionString: url, connectionTimeoutMillis: 5000 },
     pool: {
@@ -125,7 +126,7 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
     acquireConnectionTimeout: 10000,
   });
   if (options.pollLane) {
-    const lane = new PollLane(url, planCacheMode, logger?.child({ component: 'db' }));
+    const lane = new PollLane(url, planCacheMode, log);
     lanes.set(db, lane);
     // The lane's connection ends with the pool's (knex's destroy is its client's; the knex object's own is read-only).
     const client = db.client as { destroy(callback?: unknown): Promise<void> };
@@ -144,13 +145,13 @@ const lanes = new WeakMap<Db, PollLane>();
  * A hot statement on the database's poll lane (src/db/poll-lane.ts), as a
  * named prepared statement like hotQuery: its rows, or undefined when the
  * database has no lane or the lane could not run it (then the caller sends
- * its pool statement). The same `query` event as hotQuery's.
+ * its pool statement). The same `query` event as hotQuery's, when sent.
  */
 export async function laneQuery<R>(db: Db, text: string, values: unknown[]): Promise<R[] | undefined> {
   const lane = lanes.get(db);
   if (!lane) return undefined;
-  db.emit('query', { sql: text, bindings: values, method: 'raw' });
-  return lane.query<R>(statementName(text), text, values);
+  // The event only for a statement the lane sends: one it cannot send (no connection, closed) goes to the pool alone.
+  return lane.query<R>(statementName(text), text, values, () => db.emit('query', { sql: text, bindings: values, method: 'raw' }));
 }
 
 /** knex's logger interface onto ours: its warnings and errors keep their level; debug goes to debug. */

@@ -43,8 +43,11 @@ export class PollLane {
     private readonly logger?: Logger,
   ) {}
 
-  /** The statement's rows, or undefined when the lane could not run it (the caller then uses the pool). */
-  async query<R>(name: string, text: string, values: unknown[]): Promise<R[] | undefined> {
+  /**
+   * The statement's rows, or undefined when the lane could not run it (the
+   * caller then uses the pool). `onSend` runs only when it is sent.
+   */
+  async query<R>(name: string, text: string, values: unknown[], onSend?: () => void): Promise<R[] | undefined> {
     if (this.closed || Date.now() < this.retryAt) return undefined;
     let client: Client;
     try {
@@ -61,6 +64,7 @@ export class PollLane {
       this.down = false;
       this.logger?.info('poll lane connected again');
     }
+    onSend?.();
     try {
       return (await client.query<R & Record<string, unknown>>({ name, text, values })).rows;
     } catch {
