@@ -140,11 +140,16 @@ describe('landfall dev with the local storage backend', () => {
     expect(demoHosts).toHaveLength(5);
     // The insights demo's first scenario (a clean 3+2, src/dev/demo-insights.ts): its cluster, with its simulated hosts arriving.
     expect(banner).toContain('Insights demo 1 clusters of simulated hosts installing (insights-*)');
+    const insightsLines = () => stack!.output().split('\n').filter((l) => /demo-insights|demo fleet|insights demo|at capacity|"level":(40|50)|\b(WARN|ERROR)\b/.test(l)).slice(-30).join('\n');
     await eventually(async () => {
       const clusters = (await (await fetch(`${stack!.apiUrl}/api/assisted-install/v2/clusters?with_hosts=true`)).json()) as Array<{ name: string; openshift_version: string; hosts: unknown[] }>;
       const seeded = clusters.find((c) => c.name === 'insights-clean-1');
       return seeded?.openshift_version === '1.32' && seeded.hosts.length === 5;
-    }, 60000, 'the insights demo cluster with its five hosts');
+      // 120 s: an agent turned away (503 while the API is at capacity on a loaded machine) backs off up to 60 s.
+    }, 120000, 'the insights demo cluster with its five hosts').catch((err: Error) => {
+      // What the demo said, so a failure on a loaded CI machine explains itself.
+      throw new Error(`${err.message}\n${insightsLines()}`);
+    });
 
     const created = await runSelfCheck(stack, 'hello from the local test');
     const row = await queryRow(stack, created.id);
@@ -182,7 +187,7 @@ describe('landfall dev with the local storage backend', () => {
     }
     expect(await stopStack(stack)).toBe(0);
     await expectAllStopped(stack);
-  });
+  }, 360_000);
 });
 
 /** The direct children of a process whose command line matches. */
