@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import type { PlanCacheMode } from '../config';
 import type { Logger } from '../logger';
+import { applyPlanCacheMode } from './plan-cache-mode';
 import { PollLane } from './poll-lane';
 
 export type Db = Knex;
@@ -117,10 +118,11 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
     pool: {
       min: 0,
       max: poolMax,
-      afterCreate: (conn: { query(sql: string, cb: (err: (Error & { code?: string }) | null) => void): void }, done: (err: Error | null, conn: unknown) => void) => {
-        if (planCacheMode === 'auto') return done(null, conn);
-        // A server before PostgreSQL 12 has no such setting (42704): it plans as it always did.
-        conn.query(`set plan_cache_mode = ${planCacheMode}`, (err) => done(err && err.code !== '42704' ? err : null, conn));
+      afterCreate: (conn: { query(sql: string): Promise<unknown> }, done: (err: Error | null, conn: unknown) => void) => {
+        applyPlanCacheMode(conn, planCacheMode).then(
+          () => done(null, conn),
+          (err: Error) => done(err, conn),
+        );
       },
     },
     acquireConnectionTimeout: 10000,

@@ -22,6 +22,7 @@
 import { Client } from 'pg';
 import type { PlanCacheMode } from '../config';
 import type { Logger } from '../logger';
+import { applyPlanCacheMode } from './plan-cache-mode';
 
 /** A statement still unanswered after this long: the connection is dropped (every statement on it goes to the pool). */
 const STALL_MS = 10_000;
@@ -88,9 +89,7 @@ export class PollLane {
       try {
         await client.connect();
         // As every pool connection (createDb): a hot statement planned once per connection.
-        if (this.planCacheMode !== 'auto') await client.query(`set plan_cache_mode = ${this.planCacheMode}`).catch((err: Error & { code?: string }) => {
-          if (err.code !== '42704') throw err;
-        });
+        await applyPlanCacheMode(client, this.planCacheMode);
         return client;
       } catch (err) {
         await client.end().catch(() => undefined);

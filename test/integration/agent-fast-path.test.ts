@@ -10,7 +10,6 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { parseConfig } from '../../src/config';
@@ -22,6 +21,9 @@ import { freePort } from '../../src/dev/process-utils';
 import type { EmbeddedPg } from '../../src/dev/embedded-postgres';
 import { IN_PROCESS_API_ENV, PULL_SECRET } from '../support/api-harness';
 import { eventually, startTestPostgres, tempDir } from '../support/services';
+import { captureLog, type LogCapture } from '../support/log-capture';
+
+type LogRecord = { msg: string; level: number; req?: { id: string; method: string; url: string }; dependency?: string };
 
 const BODY_LIMIT = 8192;
 const TTL = 3600;
@@ -30,7 +32,7 @@ interface Api {
   name: 'fast' | 'express';
   running: RunningApi;
   port: number;
-  logs: string[];
+  logs: LogCapture<LogRecord>;
 }
 
 interface World {
@@ -48,13 +50,7 @@ const worlds = new Map<string, World>();
 
 async function startOne(name: Api['name'], authType: 'local' | 'none', privateKeyPem: string): Promise<Api> {
   const port = await freePort();
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      logs.push(chunk.toString());
-      cb();
-    },
-  });
+  const logs = captureLog<LogRecord>();
   const cfg = parseConfig({
     API_HOST: '127.0.0.1',
     API_PORT: String(port),
@@ -70,7 +66,7 @@ async function startOne(name: Api['name'], authType: 'local' | 'none', privateKe
     SERVICE_BASE_URL: 'http://127.0.0.1:8090',
     ...IN_PROCESS_API_ENV,
   });
-  const running = await startApi(cfg, pino({ level: 'info' }, sink));
+  const running = await startApi(cfg, pino({ level: 'info' }, logs.sink));
   return { name, running, port, logs };
 }
 
@@ -444,7 +440,7 @@ describe.each([
 
 describe('while PostgreSQL is away', () => {
   it('answers the poll and the reply 503 with Retry-After, logged with the request id, as Express does', async () => {
-    for (const a of apis) a.logs.length = 0;
+    for (const a of apis) a.logs.clear();
     await pg.stop();
     try {
       const seen = await compare(
@@ -459,8 +455,7 @@ describe('while PostgreSQL is away', () => {
       expect(seen.get('poll during the outage')).toMatchObject({ status: 503, headers: { 'retry-after': '5' } });
       expect(seen.get('reply during the outage')).toMatchObject({ status: 503, headers: { 'retry-after': '5' } });
       const logged = (a: Api) =>
-        a.logs
-          .map((l) => JSON.parse(l) as { msg: string; level: number; req?: { id: string; method: string; url: string }; dependency?: string })
+        a.logs.records
           .filter((l) => l.msg === 'dependency unavailable')
           .map((l) => ({ level: l.level, dependency: l.dependency, id: l.req?.id, method: l.req?.method, url: l.req?.url?.replace(/[0-9a-f-]{36}/g, '<id>') }));
       const [fast, express] = apis;

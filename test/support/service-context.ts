@@ -23,12 +23,21 @@ export interface TestServiceContext {
 
 export async function startTestServiceContext(name: string, poolMax = 8): Promise<TestServiceContext> {
   const pg = await startTestPostgres(`${name.replace(/-/g, '_')}_${Math.random().toString(36).slice(2, 8)}`);
-  // As the API opens it: with the poll lane (src/db/poll-lane.ts), so check-ins here take the path they take in service.
-  const db = createDb(pg.url, poolMax, undefined, undefined, { pollLane: true });
-  await migrateLatest(db);
-  const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir(`${name}-objects`) });
-  const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
-  const ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir(`${name}-store`)), temporal: noTemporal });
+  let db: Db | undefined;
+  let ctx: ServiceContext;
+  try {
+    // As the API opens it: with the poll lane (src/db/poll-lane.ts), so check-ins here take the path they take in service.
+    db = createDb(pg.url, poolMax, undefined, undefined, { pollLane: true });
+    await migrateLatest(db);
+    const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir(`${name}-objects`) });
+    const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
+    ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir(`${name}-store`)), temporal: noTemporal });
+  } catch (err) {
+    // The PostgreSQL started above would otherwise outlive the test run (no stop() is ever handed back to call).
+    await db?.destroy().catch(() => undefined);
+    await pg.stop();
+    throw err;
+  }
   return {
     pg,
     db,

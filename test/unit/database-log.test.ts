@@ -4,9 +4,9 @@
  * console.log, and carry no password from the connection string.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createDb } from '../../src/db/database';
+import { captureLog } from '../support/log-capture';
 
 /** A port that refuses connections: listened on once, then closed. */
 async function closedPort(): Promise<number> {
@@ -19,13 +19,7 @@ async function closedPort(): Promise<number> {
 
 describe('createDb with a logger', () => {
   it('logs a failed connection through the logger, as a warning with component db, without the password', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
+    const { sink, records: lines } = captureLog();
     const logged = jest.spyOn(console, 'log');
     const db = createDb(`postgres://landfall:sekrit-pw@127.0.0.1:${await closedPort()}/landfall`, 1, 'auto', pino({ level: 'info' }, sink));
     try {

@@ -1,20 +1,14 @@
-import { Writable } from 'node:stream';
 import { createLogger, redactUrl } from '../../src/logger';
+import { captureLog } from '../support/log-capture';
 
 function capture() {
-  const lines: string[] = [];
-  const dest = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(chunk.toString());
-      cb();
-    },
-  });
-  return { lines, logger: createLogger({ log: { level: 'info', format: 'json' } }, 'test', dest) };
+  const log = captureLog();
+  return { log, logger: createLogger({ log: { level: 'info', format: 'json' } }, 'test', log.sink) };
 }
 
 describe('logger redaction', () => {
   it('never writes secrets, at the top level or nested', () => {
-    const { lines, logger } = capture();
+    const { log, logger } = capture();
     logger.info(
       {
         pull_secret: '{"auths":{"x":{"auth":"TOPSECRET1"}}}',
@@ -24,7 +18,7 @@ describe('logger redaction', () => {
       },
       'cluster created',
     );
-    const out = lines.join('');
+    const out = log.text();
     expect(out).toContain('cluster created');
     expect(out).toContain('"name":"c1"');
     for (let i = 1; i <= 5; i++) expect(out).not.toContain(`TOPSECRET${i}`);

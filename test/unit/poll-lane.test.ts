@@ -4,9 +4,9 @@
  * so a database that is away costs each poll no extra connection attempt.
  */
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { PollLane } from '../../src/db/poll-lane';
+import { captureLog } from '../support/log-capture';
 
 let server: Server;
 let attempts = 0;
@@ -25,13 +25,7 @@ afterAll(async () => {
 
 describe('a poll lane that cannot connect', () => {
   it('answers undefined, leaves the server alone until its retry time, and says so once', async () => {
-    const lines: Array<{ msg: string; level: number }> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as { msg: string; level: number });
-        cb();
-      },
-    });
+    const { sink, records: lines } = captureLog<{ msg: string; level: number }>();
     const lane = new PollLane(`postgres://u:lane-secret-pw@127.0.0.1:${(server.address() as AddressInfo).port}/db`, 'auto', pino({ level: 'info' }, sink));
     try {
       expect(await lane.query('s1', 'select 1', [])).toBeUndefined();
