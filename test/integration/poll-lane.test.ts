@@ -7,7 +7,7 @@
  * connection.
  */
 import { randomUUID } from 'node:crypto';
-import { createDb, type Db } from '../../src/db/database';
+import { createDb, laneQuery, type Db } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { createHostsRepo } from '../../src/db/hosts-repo';
 import { createInfraEnvsRepo } from '../../src/db/infra-envs-repo';
@@ -52,6 +52,8 @@ describe('the poll lane', () => {
     const lanes = await laneBackends();
     expect(lanes).toHaveLength(1);
     expect(lanes[0]!.query).toMatch(/skip locked/);
+    // Planned once per connection, as the pool's connections are (src/db/plan-cache-mode.ts).
+    expect(await laneQuery<{ plan_cache_mode: string }>(db, 'show plan_cache_mode', [])).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
     const row = await other('hosts').where({ infra_env_id: infraEnvId, id: ids[0] }).first('discovery_agent_version', 'agent_timestamp');
     expect(row).toMatchObject({ discovery_agent_version: 'v0' });
     expect(Number(row.agent_timestamp)).toBe(1_700_000_000);
