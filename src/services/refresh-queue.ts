@@ -396,8 +396,17 @@ export interface Refresher {
 
 /**
  * The refresher of one API process: LISTENs on REFRESH_CHANNEL and drains the
- * queue when woken, and every `sweepMs` in case a notification was missed
- * (a LISTEN connection lost, a request put back after a failure).
+ * queue when a request's turn comes (its coalescing window, `minAgeMs`, has
+ * passed), and every `sweepMs` in case a notification was missed (a LISTEN
+ * connection lost, a request put back after a failure).
+ *
+ * A notification only says "a request was made": its turn is `minAgeMs` from
+ * now, so it sets a timer, and none when one is set already for an earlier
+ * turn. It used to drain at once, find the request too young and drain again
+ * later: at 1,700 agent requests/s (170 replies/s that ask for a refresh)
+ * that was two queue reads per reply that refreshed nothing. After a drain
+ * the next turn is read from the queue (its oldest request), so requests that
+ * arrived while it ran are not left waiting for a notification.
  */
 export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?: Logger, opts: { sweepMs?: number; minAgeMs?: number; concurrency?: number; batchTargets?: number } = {}): Refresher {
   const sweepMs = opts.sweepMs ?? 1000;
@@ -405,10 +414,39 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
   let closed = false;
   let running: Promise<void> | undefined;
   let again = false;
+  /** A notification came while a drain ran: the next turn is read again once it ends. */
+  let woken = false;
   let listener: Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
-  let windowTimer: NodeJS.Timeout | undefined;
+  let turnTimer: NodeJS.Timeout | undefined;
+  let turnAt = Infinity;
   const idleWaiters: Array<() => void> = [];
+
+  /** A drain at `at` (epoch ms), unless one is due sooner. */
+  const schedule = (at: number): void => {
+    if (closed || at >= turnAt) return;
+    clearTimeout(turnTimer);
+    turnAt = at;
+    turnTimer = setTimeout(
+      () => {
+        turnTimer = undefined;
+        turnAt = Infinity;
+        run();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  };
+
+  /** When the oldest pending request's window ends, by the database's clock as the drain reads it (undefined: none pending). */
+  const nextTurn = async (): Promise<number | undefined> => {
+    const rows = await hotQuery<{ wait_ms: number | null }>(ctx.db, 'select (extract(epoch from min(requested_at) - clock_timestamp()) * 1000)::float8 as wait_ms from refresh_requests', []);
+    const wait = rows[0]?.wait_ms;
+    if (wait === null || wait === undefined) return undefined;
+    // Past its window after a drain: it came due while the drain ended, or another refresher holds it (and covers it).
+    // Either way soon, but not at once: a target held for a while must not make this refresher spin.
+    const inMs = wait + minAgeMs;
+    return Date.now() + (inMs > 0 ? inMs + 1 : Math.max(10, minAgeMs / 5));
+  };
 
   const run = (): void => {
     if (closed) return;
@@ -419,13 +457,15 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     running = (async () => {
       do {
         again = false;
+        woken = false;
         try {
           await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY, opts.batchTargets ?? REFRESH_BATCH_TARGETS);
-          // Requests younger than the window: their turn comes when it has passed.
-          if (!closed && (await ctx.db('refresh_requests').first('id'))) {
-            clearTimeout(windowTimer);
-            windowTimer = setTimeout(run, minAgeMs);
-          }
+          // Requests younger than the window, some made while the drain ran: a drain when the oldest one's turn comes.
+          do {
+            woken = false;
+            const at = await nextTurn();
+            if (at !== undefined) schedule(at);
+          } while (woken && !closed);
         } catch (err) {
           // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).
           logger?.warn({ err: (err as Error).message }, 'refresher round failed; retrying at the next sweep');
@@ -439,10 +479,17 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     });
   };
 
+  /** A request was made: its turn is a window from now (a drain running reads the next turn when it ends). */
+  const wake = (): void => {
+    if (closed) return;
+    if (running) woken = true;
+    else schedule(Date.now() + minAgeMs);
+  };
+
   const connect = async (): Promise<void> => {
     if (closed) return;
     const client = new Client({ connectionString: databaseUrl });
-    client.on('notification', run);
+    client.on('notification', wake);
     const retry = () => {
       if (listener === client) listener = undefined;
       client.end().catch(() => undefined);
@@ -476,7 +523,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     async close() {
       closed = true;
       clearInterval(sweep);
-      clearTimeout(windowTimer);
+      clearTimeout(turnTimer);
       clearTimeout(retryTimer);
       await running?.catch(() => undefined);
       await listener?.end().catch(() => undefined);
