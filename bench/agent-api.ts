@@ -357,6 +357,11 @@ async function main(): Promise<void> {
     log(
       `freshness       report → validations stored p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: ${freshnessAtTarget ? `p50 ${ms(freshnessAtTarget.latencyMs.p50)}, p99 ${ms(freshnessAtTarget.latencyMs.p99)}, max ${ms(freshnessAtTarget.latencyMs.max)} (${freshnessAtTarget.samples} samples, ${freshnessAtTarget.failures} failed, ${freshnessAtTarget.unseen} never seen) → ${freshnessMet ? 'MET' : 'MISSED'}` : 'not measured'}`,
     );
+    const read = freshnessAtTarget?.api;
+    if (read) {
+      const readMet = read.samples > 0 && read.failures === 0 && read.unseen === 0 && read.latencyMs.p99 < FRESHNESS_P99_MS;
+      log(`visible         report → validations read through the API p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: p50 ${ms(read.latencyMs.p50)}, p99 ${ms(read.latencyMs.p99)}, max ${ms(read.latencyMs.max)} (${read.samples} samples, ${read.failures} failed, ${read.unseen} never seen) → ${readMet ? 'MET' : 'MISSED'} (the read settles its cluster's pending refresh)`);
+    }
     if (generatorMax > GENERATOR_CORE_WARN) log(`WARNING         the load generator used up to ${fmt(generatorMax, 2)} cores in a window: near a core, it may be what limits the rate`);
     if (s.apiLog.lines > 0) log(`API log         ${s.apiLog.lines} lines at warn or above; last: ${s.apiLog.last.slice(-3).join(' | ').slice(0, 600)}`);
     if (opts.pgStats && pgTop.length) {
@@ -447,6 +452,7 @@ function printWindow(w: RateWindow): void {
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;
   if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
+  if (f?.api) log(`  report→read   ${f.api.samples ? `p50 ${ms(f.api.latencyMs.p50)}   p99 ${ms(f.api.latencyMs.p99)}   max ${ms(f.api.latencyMs.max)}` : 'no sample'}   (through the API's GET of the host; ${f.api.samples} samples, ${f.api.failures} failed, ${f.api.unseen} never seen)`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
   if (w.cpuCores.apiProcesses) log(`  API by process ${Object.entries(w.cpuCores.apiProcesses).map(([k, v]) => `${k.split(':')[0]} ${fmt(v, 2)}`).join(', ')} (cores)`);
   if (w.cpuCores.postgresKinds) log(`  PostgreSQL by process kind ${Object.entries(w.cpuCores.postgresKinds).filter(([, v]) => v >= 0.005).sort((x, y) => y[1] - x[1]).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (cores)`);
