@@ -54,6 +54,7 @@ interface Options {
   postRatio: number;
   freshnessIntervalMs: number;
   registerConcurrency: number;
+  analyze: boolean;
   poolMax?: number;
   nodeOptions?: string;
   apiEnv: Record<string, string>;
@@ -78,6 +79,7 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --bisect-steps N          at most this many bisection windows (default 3)
   --keep-going              measure every rate even after one the API could not keep up with
   --no-saturation           skip the closed-loop saturation window
+  --no-analyze              no ANALYZE after set-up: measure with the statistics of an empty database (autovacuum's first round on it comes ~2 min after its creation)
   --connections N           keep-alive connections of the saturation window (default 50)
   --max-sockets N           most connections the open loop opens (default 256)
   --post-ratio R            share of inventory replies in the mix (default 0.1)
@@ -112,6 +114,7 @@ function parseArgs(argv: string[]): Options {
     postRatio: 0.1,
     freshnessIntervalMs: 250,
     registerConcurrency: 32,
+    analyze: true,
     cpuProf: false,
     pgStats: false,
     noResultFile: false,
@@ -141,6 +144,7 @@ function parseArgs(argv: string[]): Options {
       case '--bisect-steps': o.bisectSteps = Math.floor(num(a, next(), 1, 20)); break;
       case '--keep-going': o.keepGoing = true; break;
       case '--no-saturation': o.saturation = false; break;
+      case '--no-analyze': o.analyze = false; break;
       case '--connections': o.connections = Math.floor(num(a, next(), 1, 2000)); break;
       case '--max-sockets': o.maxSockets = Math.floor(num(a, next(), 1, 4096)); break;
       case '--post-ratio': o.postRatio = num(a, next(), 0, 1); break;
@@ -231,9 +235,9 @@ async function main(): Promise<void> {
     const s = stack;
     const rssIdle = treeRssKb(s.apiPid);
     log(`API up: ${rssIdle.processes} process(es) in its tree (pid ${s.apiPid}), ${mb(rssIdle.kb)} RSS; registering hosts`);
-    const fleet = await populate(s, opts.hosts, opts.hostsPerCluster, opts.registerConcurrency);
+    const fleet = await populate(s, opts.hosts, opts.hostsPerCluster, opts.registerConcurrency, opts.analyze);
     const rssAfterSetup = treeRssKb(s.apiPid);
-    log(`set-up: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters registered with inventories in ${fmt(fleet.registerSeconds, 1)} s (${fleet.statuses.map((x) => `${x.status} ${fmt(x.n)}`).join(', ')}); API RSS ${mb(rssAfterSetup.kb)}`);
+    log(`set-up: ${fmt(opts.hosts)} hosts in ${fmt(fleet.clusterCount)} clusters registered with inventories in ${fmt(fleet.registerSeconds, 1)} s (${fleet.statuses.map((x) => `${x.status} ${fmt(x.n)}`).join(', ')}); API RSS ${mb(rssAfterSetup.kb)}; ${opts.analyze ? 'then ANALYZE' : 'no ANALYZE (--no-analyze)'}`);
 
     gen = new Generator(s.port, fleet.stepsPaths, opts.postRatio);
     const g = gen;
