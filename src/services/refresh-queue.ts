@@ -414,7 +414,7 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
   let closed = false;
   let running: Promise<void> | undefined;
   let again = false;
-  /** A notification came while a drain ran: the next turn is read again once it ends. */
+  /** A notification came while the next turn was being read. */
   let woken = false;
   let listener: Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -461,11 +461,12 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
         try {
           await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY, opts.batchTargets ?? REFRESH_BATCH_TARGETS);
           // Requests younger than the window, some made while the drain ran: a drain when the oldest one's turn comes.
-          do {
-            woken = false;
-            const at = await nextTurn();
-            if (at !== undefined) schedule(at);
-          } while (woken && !closed);
+          woken = false;
+          const at = await nextTurn();
+          if (at !== undefined) schedule(at);
+          // One made while the queue was read comes due a window from now at the latest (a turn set sooner covers it).
+          // Not read again: under a stream of reports that would loop here, and a turn that came due could not drain.
+          if (woken) schedule(Date.now() + minAgeMs);
         } catch (err) {
           // Put back by refreshClaimed; the sweep retries (a dependency outage must not spin).
           logger?.warn({ err: (err as Error).message }, 'refresher round failed; retrying at the next sweep');
