@@ -328,7 +328,7 @@ async function main(): Promise<void> {
     const target = results.find((w) => w.offered === TARGET_RPS && !w.bisection);
     const targetMet = target !== undefined && outcomeOf(target).failures === 0 && target.open.all.p99 < TARGET_P99_MS && target.open.achieved >= 0.98 * TARGET_RPS;
     const freshnessAtTarget = target?.freshness;
-    const freshnessMet = freshnessAtTarget !== undefined && freshnessAtTarget.samples > 0 && freshnessAtTarget.failures === 0 && freshnessAtTarget.unseen === 0 && freshnessAtTarget.latencyMs.p99 < FRESHNESS_P99_MS;
+    const freshnessMet = freshnessAtTarget !== undefined && freshnessTargetMet(freshnessAtTarget);
     const generatorMax = Math.max(...results.map((w) => w.cpuCores.generator), saturation?.cpuCores.generator ?? 0);
     // node:cluster: a primary and its workers; one process serves alone.
     // The tree: one process alone, or a primary, its serving workers and (unless API_REFRESHER=false) its refresher.
@@ -359,12 +359,11 @@ async function main(): Promise<void> {
       `target          ${fmt(TARGET_RPS)} req/s at p99 < ${TARGET_P99_MS} ms, no errors: ${target ? `p99 ${ms(target.open.all.p99)}, ${fmt(target.open.achieved)} answered/s, ${failuresOf(target.open)} failures → ${targetMet ? 'MET' : 'MISSED'}` : `not measured (add ${TARGET_RPS} to --rates)`}`,
     );
     log(
-      `freshness       report → validations stored p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: ${freshnessAtTarget ? `p50 ${ms(freshnessAtTarget.latencyMs.p50)}, p99 ${ms(freshnessAtTarget.latencyMs.p99)}, max ${ms(freshnessAtTarget.latencyMs.max)} (${freshnessAtTarget.samples} samples, ${freshnessAtTarget.failures} failed, ${freshnessAtTarget.unseen} never seen) → ${freshnessMet ? 'MET' : 'MISSED'}` : 'not measured'}`,
+      `freshness       report → validations stored p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: ${freshnessAtTarget ? `${freshnessLatencies(freshnessAtTarget, ', ')} (${freshnessCounts(freshnessAtTarget)}) → ${freshnessMet ? 'MET' : 'MISSED'}` : 'not measured'}`,
     );
     const read = freshnessAtTarget?.api;
     if (read) {
-      const readMet = read.samples > 0 && read.failures === 0 && read.unseen === 0 && read.latencyMs.p99 < FRESHNESS_P99_MS;
-      log(`visible         report → validations read through the API p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: p50 ${ms(read.latencyMs.p50)}, p99 ${ms(read.latencyMs.p99)}, max ${ms(read.latencyMs.max)} (${read.samples} samples, ${read.failures} failed, ${read.unseen} never seen) → ${readMet ? 'MET' : 'MISSED'} (the read settles its cluster's pending refresh)`);
+      log(`visible         report → validations read through the API p99 < ${FRESHNESS_P99_MS} ms at ${fmt(TARGET_RPS)} req/s: ${freshnessLatencies(read, ', ')} (${freshnessCounts(read)}) → ${freshnessTargetMet(read) ? 'MET' : 'MISSED'} (the read settles its cluster's pending refresh)`);
     }
     if (generatorMax > GENERATOR_CORE_WARN) log(`WARNING         the load generator used up to ${fmt(generatorMax, 2)} cores in a window: near a core, it may be what limits the rate`);
     if (s.apiLog.lines > 0) log(`API log         ${s.apiLog.lines} lines at warn or above; last: ${s.apiLog.last.slice(-3).join(' | ').slice(0, 600)}`);
@@ -448,6 +447,23 @@ async function main(): Promise<void> {
   }
 }
 
+/** One way of reading freshness (FreshnessResult: stored, or its `api` half). */
+type FreshnessFigure = FreshnessResult['api'];
+
+/** Sampled, nothing failed or unseen, p99 under the target. */
+function freshnessTargetMet(f: FreshnessFigure): boolean {
+  return f.samples > 0 && f.failures === 0 && f.unseen === 0 && f.latencyMs.p99 < FRESHNESS_P99_MS;
+}
+
+/** p50, p99 and max joined by `sep`, or 'no sample'. */
+function freshnessLatencies(f: FreshnessFigure, sep: string): string {
+  return f.samples ? [`p50 ${ms(f.latencyMs.p50)}`, `p99 ${ms(f.latencyMs.p99)}`, `max ${ms(f.latencyMs.max)}`].join(sep) : 'no sample';
+}
+
+function freshnessCounts(f: FreshnessFigure): string {
+  return `${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen`;
+}
+
 function printWindow(w: RateWindow): void {
   const o = w.open;
   log(`${w.bisection ? 'bisection' : 'rate'} ${fmt(w.offered)} req/s offered: ${fmt(o.achieved)} answered/s (${fmt(o.completed)} of ${fmt(o.scheduled)} due; most in flight ${fmt(o.maxInFlight)}${o.skipped ? `; ${fmt(o.skipped)} not sent: the API fell too far behind` : ''}${o.unanswered ? `; ${fmt(o.unanswered)} unanswered 15 s after the window` : ''})`);
@@ -455,8 +471,8 @@ function printWindow(w: RateWindow): void {
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;
-  if (f) log(`  report→stored ${f.samples ? `p50 ${ms(f.latencyMs.p50)}   p99 ${ms(f.latencyMs.p99)}   max ${ms(f.latencyMs.max)}` : 'no sample'}   (${f.samples} samples, ${f.failures} failed, ${f.unseen} never seen)`);
-  if (f?.api) log(`  report→read   ${f.api.samples ? `p50 ${ms(f.api.latencyMs.p50)}   p99 ${ms(f.api.latencyMs.p99)}   max ${ms(f.api.latencyMs.max)}` : 'no sample'}   (through the API's GET of the host; ${f.api.samples} samples, ${f.api.failures} failed, ${f.api.unseen} never seen)`);
+  if (f) log(`  report→stored ${freshnessLatencies(f, '   ')}   (${freshnessCounts(f)})`);
+  if (f?.api) log(`  report→read   ${freshnessLatencies(f.api, '   ')}   (through the API's GET of the host; ${freshnessCounts(f.api)})`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
   if (w.cpuCores.apiProcesses) log(`  API by process ${Object.entries(w.cpuCores.apiProcesses).map(([k, v]) => `${k.split(':')[0]} ${fmt(v, 2)}`).join(', ')} (cores)`);
   if (w.cpuCores.postgresKinds) log(`  PostgreSQL by process kind ${Object.entries(w.cpuCores.postgresKinds).filter(([, v]) => v >= 0.005).sort((x, y) => y[1] - x[1]).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (cores)`);
