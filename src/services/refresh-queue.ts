@@ -457,7 +457,6 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     running = (async () => {
       do {
         again = false;
-        woken = false;
         try {
           await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY, opts.batchTargets ?? REFRESH_BATCH_TARGETS);
           // Requests younger than the window, some made while the drain ran: a drain when the oldest one's turn comes.
