@@ -50,7 +50,7 @@ const USAGE = `usage: node dist/bench/soak.js [options]
   --node-options "…"        NODE_OPTIONS of the API processes only
   --sample-seconds S        memory sampling period (default 10)
   --post-ratio R            share of inventory replies in the mix (default 0.1)
-  --freshness-interval MS   one report → visible sample every MS (default 1000; 0: none)
+  --freshness-interval MS   one report → visible sample every MS, stored and read through the API in turn (default 1000; 0: none)
   --max-sockets N           most connections the generator opens (default 256)
   --register-concurrency N  parallel registrations during set-up (default 32)
   --json FILE               also write the result there
@@ -229,13 +229,13 @@ async function main(): Promise<void> {
     log(`soak: ${fmt(opts.hosts)} hosts, ${fmt(opts.rate)} req/s offered for ${opts.minutes} min, API tree ${last.apiProcesses} process(es) (API_PROCESSES ${opts.processes ?? 'unset'}), commit ${commit}, node ${process.version}, ${os.cpus().length} CPUs`);
     log(`machine load    before ${loadBefore.loadavg.map((x) => x.toFixed(2)).join(', ')}; after ${loadAfter.loadavg.map((x) => x.toFixed(2)).join(', ')}`);
     log('');
-    log('minute  achieved  p50       p99       max        failures  report→visible p99  CPU: API  PG    gen   other   API RSS   PG RSS');
+    log('minute  achieved  p50       p99       max        failures  report→stored p99   report→read p99     CPU: API  PG    gen   other   API RSS   PG RSS');
     for (const m of minutes) {
       const w = m.window;
       const answered = w.completed / Math.max(1, w.toS - w.fromS);
       const f = m.freshness;
       log(
-        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped + w.unanswered).padStart(8)}  ${(f && f.samples ? ms(f.latencyMs.p99) : 'n/a').padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
+        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped + w.unanswered).padStart(8)}  ${(f && f.samples ? ms(f.latencyMs.p99) : 'n/a').padEnd(18)}  ${(f?.api && f.api.samples ? ms(f.api.latencyMs.p99) : 'n/a').padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
       );
     }
     log('');

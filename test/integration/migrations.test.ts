@@ -60,4 +60,31 @@ describe('migrations on a real PostgreSQL', () => {
       db('self_checks').insert({ id: '00000000-0000-4000-8000-000000000001', status: 'bogus', message: 'm', workflow_id: 'w' }),
     ).rejects.toThrow(/self_checks_status_check/);
   });
+
+  it('stores a host\'s inventory and doc uncompressed (pglz was a seventh of PostgreSQL\'s CPU at fleet scale)', async () => {
+    await migrateLatest(db);
+    const storage = async () =>
+      Object.fromEntries(
+        (await db.raw(`select attname, attstorage from pg_attribute where attrelid = 'hosts'::regclass and attname in ('inventory', 'doc')`)).rows.map((r: { attname: string; attstorage: string }) => [r.attname, r.attstorage]),
+      );
+    expect(await storage()).toEqual({ inventory: 'e', doc: 'e' });
+    const ie = '00000000-0000-4000-8000-0000000000e1';
+    const host = '00000000-0000-4000-8000-0000000000e2';
+    // Far above the 2 KB at which PostgreSQL toasts a row, and highly compressible: pglz would take it.
+    const big = JSON.stringify({ disks: Array.from({ length: 400 }, (_, i) => ({ id: `/dev/disk/by-id/wwn-${i}`, size_bytes: 1e12 })) });
+    await db('infra_envs').insert({ id: ie, owner: 'o', name: 'storage' });
+    await db('hosts').insert({ id: host, infra_env_id: ie, status: 'discovering', status_info: '', inventory: big, doc: { connectivity: big } });
+    const row = (await db.raw('select pg_column_compression(inventory) as inventory, pg_column_compression(doc) as doc, inventory = ? as same from hosts where id = ?', [big, host])).rows[0];
+    expect(row).toEqual({ inventory: null, doc: null, same: true });
+    await db('infra_envs').where({ id: ie }).delete();
+
+    // Its down migration gives the default back, and up again EXTERNAL.
+    const name = (await listMigrations(db)).completed.find((n) => n.endsWith('_hosts_uncompressed_reports'));
+    expect(name).toBeDefined();
+    const mod = require(path.join(MIGRATIONS_DIR, `${name}.ts`)) as { up(k: Db): Promise<void>; down(k: Db): Promise<void> };
+    await mod.down(db);
+    expect(await storage()).toEqual({ inventory: 'x', doc: 'x' });
+    await mod.up(db);
+    expect(await storage()).toEqual({ inventory: 'e', doc: 'e' });
+  });
 });
