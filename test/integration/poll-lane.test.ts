@@ -2,11 +2,13 @@
  * The poll lane (src/db/poll-lane.ts) on a real PostgreSQL: check-ins go out
  * on its one pipelined connection; a held row is skipped there and checked
  * in through the pool once free, without holding back the polls behind it;
+ * the statements of one turn of the event loop go out in one write;
  * a lane whose backend is killed is replaced while every poll is answered;
  * a missing host is missing; destroying the database ends the lane's
  * connection.
  */
 import { randomUUID } from 'node:crypto';
+import { Socket } from 'node:net';
 import { createDb, laneQuery, type Db } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { createHostsRepo } from '../../src/db/hosts-repo';
@@ -57,6 +59,33 @@ describe('the poll lane', () => {
     const row = await other('hosts').where({ infra_env_id: infraEnvId, id: ids[0] }).first('discovery_agent_version', 'agent_timestamp');
     expect(row).toMatchObject({ discovery_agent_version: 'v0' });
     expect(Number(row.agent_timestamp)).toBe(1_700_000_000);
+  });
+
+  it('sends the statements of one turn of the event loop in one write', async () => {
+    await checkIn(ids[0]!, 'warm');
+    // Every write to any socket, counted where Node hands it to the system: only the lane's is written to meanwhile.
+    const writes = new Map<Socket, number[]>();
+    const proto = Socket.prototype as unknown as Record<'_writev' | '_write', (...args: unknown[]) => unknown>;
+    const original = { _writev: proto._writev, _write: proto._write };
+    for (const k of ['_writev', '_write'] as const) {
+      proto[k] = function (this: Socket, ...args: unknown[]) {
+        writes.set(this, [...(writes.get(this) ?? []), k === '_writev' ? (args[0] as unknown[]).length : 1]);
+        return original[k].apply(this, args);
+      };
+    }
+    try {
+      sent.length = 0;
+      const answers = await Promise.all(ids.map((id) => checkIn(id, 'together')));
+      expect(answers.map((a) => a?.agentVersion)).toEqual(ids.map(() => 'together'));
+      expect(sent).toEqual(ids.map(() => 'lane'));
+    } finally {
+      Object.assign(proto, original);
+    }
+    // Six statements (each a bind, describe, execute and sync), one write; pg alone wrote once per statement.
+    const perSocket = [...writes.values()];
+    expect(perSocket).toHaveLength(1);
+    expect(perSocket[0]).toHaveLength(1);
+    expect(perSocket[0]![0]).toBeGreaterThanOrEqual(ids.length * 4);
   });
 
   it('skips a held row, answers the polls behind it, and checks the held host in through the pool once free', async () => {
