@@ -317,15 +317,6 @@ export function setRefreshCacheHosts(hosts: number): void {
  * of a refresh's CPU (four per host, fifty hosts).
  */
 const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
-/**
- * The two timestamps it does read come as milliseconds since the epoch (a
- * float, parsed by parseFloat) and become Dates from the number: pg's date
- * parser (postgres-date, a regular expression per value) was 4.3 % of the
- * refresher's busy time at 1,700 agent requests/s (bench/README.md,
- * 2026-11-29, fourth session), for a hundred values per 50-host read.
- */
-const EPOCH_MS_COLUMNS: ReadonlySet<string> = new Set(['checked_in_at', 'created_at']);
-const lightColumn = (c: string) => (EPOCH_MS_COLUMNS.has(c) ? `(extract(epoch from ${c}) * 1000)::float8 as ${c}` : c);
 const heavyCache = new Map<string, CachedHost>();
 /**
  * The refresh's reads, as fixed texts run without knex's builder (hotQuery):
@@ -333,7 +324,7 @@ const heavyCache = new Map<string, CachedHost>();
  * (bench/refresh-cost, profiled). One shape for one cluster or many (array
  * parameters); (cluster_id, id) order is each cluster's id order.
  */
-const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.map(lightColumn).join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
+const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
 // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
 const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest($1::uuid[], $2::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id';
 /**
@@ -422,10 +413,6 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     // The light row itself becomes the host's row (it is this read's own object): no inventory text, the refresh
     // reads the host's reports from its memo (hostFacts, freeAddresses with the memo).
     const row = light[i] as HostRow;
-    // Read as milliseconds (EPOCH_MS_COLUMNS).
-    const ms = row as unknown as { checked_in_at: number | null; created_at: number };
-    row.checked_in_at = ms.checked_in_at === null ? null : new Date(ms.checked_in_at);
-    row.created_at = new Date(ms.created_at);
     row.inventory = null;
     row.doc = h.doc;
     out.get(row.cluster_id!)?.push({ row, entry: h });
