@@ -18,6 +18,7 @@ import { BASE_PATH } from '../src/api/assisted/presenters';
 import { inventoryFor } from './inventory';
 import { hostName, type ClosedCommand, type ClosedResult, type LoadMessage, type OpenCommand, type OpenResult } from './agent-load';
 import { percentiles, type CpuSnapshot, type Percentiles } from './agent-stats';
+import { histogramsBetween, parseHistograms, type ServiceHistogram } from './fleet-gauges';
 import { machineCpu, postgresCpuSecondsByKind, processCpuSeconds, treeCpuSeconds, treeCpuSecondsByProcess, treePids, treeRssKb } from './proc-stats';
 
 export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
@@ -253,6 +254,36 @@ export async function refreshBacklog(stack: Stack): Promise<number | undefined> 
   } catch {
     return undefined;
   }
+}
+
+/** The refreshes as the service counts them (its /metrics histograms, summed over the API's processes), by who ran them. */
+export interface RefreshReading {
+  ages: Record<string, ServiceHistogram>;
+  transactions: Record<string, ServiceHistogram>;
+}
+
+/** The service's refresh histograms now; undefined when /metrics does not answer or has none (an older tree). */
+export async function readRefreshMetrics(stack: Stack): Promise<RefreshReading | undefined> {
+  try {
+    const r = await fetch(`${stack.base}/metrics`, { signal: AbortSignal.timeout(30_000) });
+    if (!r.ok) return undefined;
+    const text = await r.text();
+    const ages = parseHistograms(text, 'landfall_refresh_request_age_seconds', 'path');
+    return Object.keys(ages).length ? { ages, transactions: parseHistograms(text, 'landfall_refresh_transaction_duration_seconds', 'path') } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A window's refreshes by who ran them: transactions (count, p50/p99 as
+ * bucket bounds) and refreshed targets with their request's age at the
+ * commit (the service's own report → validations stored; share within 200 ms).
+ */
+export function refreshesBetween(before: RefreshReading, after: RefreshReading, seconds: number) {
+  const ages = histogramsBetween(before.ages, after.ages, 0.2);
+  const tx = histogramsBetween(before.transactions, after.transactions, 0.05);
+  return Object.fromEntries(Object.entries(ages).map(([path, a]) => [path, { seconds, targets: a, transactions: tx[path] }]));
 }
 
 // ---- the load generator child

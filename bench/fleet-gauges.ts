@@ -183,13 +183,18 @@ export interface ServiceHistogram {
  * from a /metrics text; empty when the tree has no such metric.
  */
 export function parseServiceTimes(metricsText: string): Record<string, ServiceHistogram> {
+  return parseHistograms(metricsText, 'landfall_agent_request_duration_seconds', 'operation');
+}
+
+/** A histogram of a /metrics text by the values of one of its labels (series without that label are left out). */
+export function parseHistograms(metricsText: string, metric: string, label: string): Record<string, ServiceHistogram> {
   const out: Record<string, ServiceHistogram> = {};
-  const line = /^landfall_agent_request_duration_seconds_(bucket|count)\{([^}]*)\}\s+([0-9.eE+-]+)$/;
+  const line = new RegExp(`^${metric}_(bucket|count)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$`);
   for (const raw of metricsText.split('\n')) {
     const m = line.exec(raw.trim());
     if (!m) continue;
     const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
-    const op = labels.operation;
+    const op = labels[label];
     if (!op) continue;
     const h = (out[op] ??= { buckets: [], count: 0 });
     if (m[1] === 'count') h.count = Number(m[3]);
@@ -202,6 +207,13 @@ export function parseServiceTimes(metricsText: string): Record<string, ServiceHi
 /** What happened between two readings of the histograms: counts in the window, the share within 50 ms, p50/p99 as bucket bounds. */
 export function serviceTimesBetween(before: Record<string, ServiceHistogram>, after: Record<string, ServiceHistogram>) {
   return Object.fromEntries(
+    Object.entries(histogramsBetween(before, after, 0.05)).map(([op, { withinShare, ...h }]) => [op, { count: h.count, within50msShare: withinShare, p50AtMostMs: h.p50AtMostMs, p99AtMostMs: h.p99AtMostMs }]),
+  );
+}
+
+/** Per label value, what happened between two readings: the count, the share within `withinS` (a bucket bound), p50/p99 as bucket bounds (ms). */
+export function histogramsBetween(before: Record<string, ServiceHistogram>, after: Record<string, ServiceHistogram>, withinS: number) {
+  return Object.fromEntries(
     Object.entries(after).map(([op, h]) => {
       const b = before[op];
       const count = h.count - (b?.count ?? 0);
@@ -210,8 +222,8 @@ export function serviceTimesBetween(before: Record<string, ServiceHistogram>, af
         const hit = buckets.find((x) => x.count >= q * count);
         return hit ? hit.le * 1000 : Infinity;
       };
-      const within50 = buckets.find((x) => x.le === 0.05)?.count;
-      return [op, { count, within50msShare: within50 === undefined || count === 0 ? undefined : within50 / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
+      const within = buckets.find((x) => x.le === withinS)?.count;
+      return [op, { count, withinShare: within === undefined || count === 0 ? undefined : within / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
     }),
   );
 }

@@ -26,11 +26,26 @@ export const PROCESS_LOCAL_METRICS: readonly string[] = [
   // src/api/admission.ts (SHED_METRIC, AGENT_DURATION_METRIC)
   'landfall_agent_requests_shed_total',
   'landfall_agent_request_duration_seconds',
+  'landfall_refresh_request_age_seconds',
+  'landfall_refresh_transaction_duration_seconds',
 ];
+
+/**
+ * Who ran a refresh (src/services/refresh-queue.ts): the refresher draining
+ * the queue, a person's read settling what it reads, or an agent's request
+ * that wanted its host refreshed before its answer.
+ */
+export type RefreshPath = 'refresher' | 'read' | 'agent';
 
 export interface MetricsPort {
   stageDuration(stage: string, role: string, seconds: number): void;
   registrationToKnown(seconds: number): void;
+  /**
+   * A refresh transaction committed: for each target it refreshed, how long
+   * since that target's first pending request (what a reader of its
+   * validations waited for at most), and how long the transaction took.
+   */
+  refreshed(path: RefreshPath, requestAgesSeconds: number[], transactionSeconds: number): void;
 }
 
 export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; countRequest: () => void } {
@@ -82,7 +97,44 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     registers: [registry],
   });
 
+  // Why validations lag behind agents' facts, when they do: how long requests waited before their refresh committed
+  // (the service's own report → validations stored), and how long refreshes take.
+  const requestAge = new Histogram({
+    name: 'landfall_refresh_request_age_seconds',
+    help: "Per refreshed target: time from its first pending refresh request (an agent's new facts) to the commit of its refresh, by who refreshed it",
+    labelNames: ['path'],
+    buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const refreshTransaction = new Histogram({
+    name: 'landfall_refresh_transaction_duration_seconds',
+    help: 'Duration of refresh transactions (claim to commit; a refresher transaction may hold several clusters), by who ran them',
+    labelNames: ['path'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
   const grouped = async (sql: string) => (await db.raw(sql)).rows as Array<Record<string, string>>;
+  // The queue as it stands, from PostgreSQL (the same from every process): a refresher that stopped or fell behind
+  // shows here before any reader notices stale validations.
+  new Gauge({
+    name: 'landfall_refresh_pending_targets',
+    help: 'Clusters (and unbound hosts) with new facts waiting for their refresh',
+    registers: [registry],
+    async collect() {
+      const [r] = await grouped('select count(distinct target)::int as n from refresh_requests');
+      this.set(Number(r?.n ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'landfall_refresh_oldest_request_age_seconds',
+    help: 'Age of the oldest pending refresh request (0 when none is pending)',
+    registers: [registry],
+    async collect() {
+      const [r] = await grouped("select coalesce(date_part('epoch', clock_timestamp() - min(requested_at)), 0) as s from refresh_requests");
+      this.set(Math.max(0, Number(r?.s ?? 0)));
+    },
+  });
   new Gauge({
     name: 'landfall_hosts',
     help: 'Hosts by status',
@@ -155,6 +207,10 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     port: {
       stageDuration: (s, role, seconds) => stage.observe({ stage: s, role }, seconds),
       registrationToKnown: (seconds) => toKnown.observe(seconds),
+      refreshed: (path, ages, seconds) => {
+        for (const a of ages) requestAge.observe({ path }, Math.max(0, a));
+        refreshTransaction.observe({ path }, seconds);
+      },
     },
   };
 }

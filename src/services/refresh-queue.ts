@@ -37,6 +37,7 @@ import { hotQuery, PREPARED, SOFT_COMMIT_SQL } from '../db/database';
 import type { Logger } from '../logger';
 import { REFRESH_BATCH_TARGETS } from '../config';
 import type { ServiceContext } from './context';
+import type { RefreshPath } from '../metrics';
 import { refreshCluster, refreshClusters, refreshUnboundHost } from './refresh-service';
 
 export const REFRESH_CHANNEL = 'landfall_refresh';
@@ -173,32 +174,65 @@ export function targetOfHost(host: { id: string; infra_env_id: string; cluster_i
 /** Advisory-lock key space of refresh targets (the second key is the target's hash). */
 const LOCK_SPACE = 0x4c46_5246; // 'LFRF'
 
+/** How long a claimed request row had waited, by the database's clock (a claim returns it with the row). */
+const WAITED_SQL = "date_part('epoch', clock_timestamp() - requested_at) as waited_s";
+type Claimed = { target?: string; waited_s?: number | null };
+
+/**
+ * A refresh transaction, reported to the metrics when it commits
+ * (MetricsPort.refreshed): `claimed` is told the request rows the
+ * transaction claimed (an empty list: it refreshed with nothing pending),
+ * and each target's age at the commit is its oldest row's wait plus the time
+ * from the claim to the commit. Nothing is reported for a transaction that
+ * claimed nothing, or one that failed (its requests stay).
+ */
+async function reported<T>(ctx: ServiceContext, path: RefreshPath, body: (trx: Knex.Transaction, claimed: (rows: Claimed[]) => void) => Promise<T>): Promise<T> {
+  const started = performance.now();
+  let claimedAt: number | undefined;
+  const oldest = new Map<string, number>();
+  const out = await ctx.db.transaction((trx) =>
+    body(trx, (rows) => {
+      claimedAt = performance.now();
+      for (const r of rows) {
+        const k = r.target ?? '';
+        oldest.set(k, Math.max(oldest.get(k) ?? 0, Number(r.waited_s ?? 0)));
+      }
+    }),
+  );
+  if (claimedAt !== undefined && ctx.metrics) {
+    const committed = performance.now();
+    ctx.metrics.refreshed(path, [...oldest.values()].map((w) => w + (committed - claimedAt!) / 1000), (committed - started) / 1000);
+  }
+  return out;
+}
+
 /**
  * Refreshes one target in one transaction, if `wait` is false only when no
  * other refresher holds it; whether any request was pending.
  */
-async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean): Promise<boolean> {
-  return ctx.db.transaction(async (trx) => {
-    let rows: RequestRow[];
+async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean, path: RefreshPath): Promise<boolean> {
+  return reported(ctx, path, async (trx, claimed) => {
+    let rows: Array<RequestRow & Claimed>;
     // A refresh writes only what its facts derive (validations, statuses, their events), and its request's
     // delete commits with it: a crash that loses its last moment loses both, and the request is refreshed again.
     // So it commits without waiting for the WAL flush (set in its first statement: no round trip of its own);
     // any later durable commit (an install's start) flushes it first, WAL being written in order.
     if (wait) {
       await trx.raw(`select pg_advisory_xact_lock(?, hashtext(?)), ${SOFT_COMMIT_SQL}`, [LOCK_SPACE, target]);
-      rows = (await trx('refresh_requests').where({ target }).delete().returning(['cluster_id', 'infra_env_id', 'host_id'])) as RequestRow[];
+      rows = ((await trx.raw(`delete from refresh_requests where target = ? returning cluster_id, infra_env_id, host_id, ${WAITED_SQL}`, [target])) as { rows: Array<RequestRow & Claimed> }).rows;
     } else {
       // Lock and claim in one round trip: a row is deleted only where the lock was had. Held by another
       // refresher, the condition fails before any row lock is taken (nothing waits) and nothing comes back,
       // as when nothing is pending: either way this round leaves the target.
-      const claimed = (await trx.raw(
-        `delete from refresh_requests where target = ? and pg_try_advisory_xact_lock(?, hashtext(?)) and ${SOFT_COMMIT_SQL} is not null returning cluster_id, infra_env_id, host_id`,
+      const taken = (await trx.raw(
+        `delete from refresh_requests where target = ? and pg_try_advisory_xact_lock(?, hashtext(?)) and ${SOFT_COMMIT_SQL} is not null returning cluster_id, infra_env_id, host_id, ${WAITED_SQL}`,
         [target, LOCK_SPACE, target],
-      )) as { rows: RequestRow[] };
-      rows = claimed.rows;
+      )) as { rows: Array<RequestRow & Claimed> };
+      rows = taken.rows;
     }
     const r = rows[0];
     if (!r) return false;
+    claimed(rows);
     if (r.cluster_id) await refreshCluster(ctx, trx, r.cluster_id);
     else {
       const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: r.infra_env_id!, hostId: r.host_id! }, trx);
@@ -214,7 +248,7 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean)
 // Run without knex's builder (hotQuery): one of the statements every refresh makes.
 const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::text[])
                            and case when target = any($1::text[]) then pg_try_advisory_xact_lock($2, hashtext(target)) and ${SOFT_COMMIT_SQL} is not null else false end
-                         returning target, cluster_id, infra_env_id, host_id`;
+                         returning target, cluster_id, infra_env_id, host_id, ${WAITED_SQL}`;
 
 /**
  * Refreshes several targets in one transaction: claims those no other
@@ -224,8 +258,9 @@ const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::tex
  * claimed. A failure rolls the whole batch back; its requests stay.
  */
 async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<string[]> {
-  return ctx.db.transaction(async (trx) => {
-    const rows = await hotQuery<RequestRow>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
+  return reported(ctx, 'refresher', async (trx, claimed) => {
+    const rows = await hotQuery<RequestRow & Claimed>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
+    if (rows.length) claimed(rows);
     const clusterIds = [...new Set(rows.flatMap((r) => (r.cluster_id ? [r.cluster_id] : [])))];
     if (clusterIds.length) await refreshClusters(ctx, trx, clusterIds);
     const unbound = new Map(rows.filter((r) => !r.cluster_id).map((r) => [r.target, r]));
@@ -247,18 +282,19 @@ async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<str
  */
 export async function refreshNowOrRequest(ctx: ServiceContext, target: RefreshTarget): Promise<boolean> {
   const key = targetKey(target);
-  return ctx.db.transaction(async (trx) => {
+  return reported(ctx, 'agent', async (trx, claimed) => {
     // The lock and the claim of what is pending in one statement, as a refresher claims (refreshTarget).
     const { rows } = (await trx.raw(
-      `with l as (select pg_try_advisory_xact_lock(?, hashtext(?)) as ok), d as (delete from refresh_requests where target = ? and (select ok from l) returning 1) select (select ok from l) as ok, (select count(*) from d) as claimed`,
+      `with l as (select pg_try_advisory_xact_lock(?, hashtext(?)) as ok), d as (delete from refresh_requests where target = ? and (select ok from l) returning requested_at) select (select ok from l) as ok, (select max(date_part('epoch', clock_timestamp() - requested_at)) from d) as waited_s`,
       [LOCK_SPACE, key, key],
-    )) as { rows: Array<{ ok: boolean }> };
+    )) as { rows: Array<{ ok: boolean; waited_s: number | null }> };
     const free = rows[0]!.ok && ('clusterId' in target ? ((await trx.raw('select 1 from clusters where id = ? for no key update skip locked', [target.clusterId])) as { rows: unknown[] }).rows.length > 0 : true);
     if (!free) {
       // Rolled back with it is only what this transaction did (its claim); the request goes in on its own.
       await requestRefresh(trx, target);
       return false;
     }
+    claimed(rows[0]!.waited_s === null ? [] : [{ waited_s: rows[0]!.waited_s }]);
     if ('clusterId' in target) await refreshCluster(ctx, trx, target.clusterId);
     else {
       const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: target.infraEnvId, hostId: target.hostId }, trx);
@@ -327,7 +363,7 @@ export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinit
         let failure: unknown;
         for (const target of targets) {
           try {
-            if (await refreshTarget(ctx, target, false)) claimed.push(target);
+            if (await refreshTarget(ctx, target, false, 'refresher')) claimed.push(target);
           } catch (e) {
             logger?.warn({ err: (e as Error).message, target }, 'refresh failed; its request stays for the next round');
             failure ??= e;
@@ -359,7 +395,7 @@ async function settle(ctx: ServiceContext, keys: string[]): Promise<boolean> {
   const sorted = [...new Set(keys)].sort();
   await ctx.db.raw('select count(pg_advisory_xact_lock_shared(?, hashtext(t))) from (select t from unnest(?::text[]) as t order by t) s', [LOCK_SPACE, sorted]);
   const pending = ((await ctx.db('refresh_requests').whereIn('target', sorted).distinct('target')) as Array<{ target: string }>).map((r) => r.target).sort();
-  for (const t of pending) await refreshTarget(ctx, t, true);
+  for (const t of pending) await refreshTarget(ctx, t, true, 'read');
   return pending.length > 0;
 }
 
