@@ -486,7 +486,7 @@ function printWindow(w: RateWindow): void {
     const within = r.targets.withinShare === undefined ? '' : `, ${(r.targets.withinShare * 100).toFixed(0)} % within 200 ms`;
     log(
       `  refreshes     ${path.padEnd(9)} ${fmt(r.targets.count)} targets, request age at commit p50 ≤ ${ms(r.targets.p50AtMostMs)}, p99 ≤ ${ms(r.targets.p99AtMostMs)}${within}` +
-        (t ? `; ${fmt(t.count)} transactions (${fmt(t.count / r.seconds, 1)}/s), p50 ≤ ${ms(t.p50AtMostMs)}, p99 ≤ ${ms(t.p99AtMostMs)}` : '') +
+        (t ? `; ${fmt(t.count)} transactions (${fmt(t.count / r.seconds, 1)}/s), mean ${ms(t.count ? (t.sumS / t.count) * 1000 : 0)}, p50 ≤ ${ms(t.p50AtMostMs)}, p99 ≤ ${ms(t.p99AtMostMs)}, open ${((t.sumS / r.seconds) * 100).toFixed(0)} % of the window` : '') +
         '   (the service\'s /metrics; bucket bounds)',
     );
   }

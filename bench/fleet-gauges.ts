@@ -176,6 +176,8 @@ export function expectedPerPoll(everyMs: number, pollPeriodSeconds: number, earl
 export interface ServiceHistogram {
   buckets: Array<{ le: number; count: number }>;
   count: number;
+  /** The sum of the values observed (seconds); 0 when the text had none. */
+  sum: number;
 }
 
 /**
@@ -189,15 +191,16 @@ export function parseServiceTimes(metricsText: string): Record<string, ServiceHi
 /** A histogram of a /metrics text by the values of one of its labels (series without that label are left out). */
 export function parseHistograms(metricsText: string, metric: string, label: string): Record<string, ServiceHistogram> {
   const out: Record<string, ServiceHistogram> = {};
-  const line = new RegExp(`^${metric}_(bucket|count)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$`);
+  const line = new RegExp(`^${metric}_(bucket|count|sum)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$`);
   for (const raw of metricsText.split('\n')) {
     const m = line.exec(raw.trim());
     if (!m) continue;
     const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
     const op = labels[label];
     if (!op) continue;
-    const h = (out[op] ??= { buckets: [], count: 0 });
+    const h = (out[op] ??= { buckets: [], count: 0, sum: 0 });
     if (m[1] === 'count') h.count = Number(m[3]);
+    else if (m[1] === 'sum') h.sum = Number(m[3]);
     else if (labels.le !== '+Inf') h.buckets.push({ le: Number(labels.le), count: Number(m[3]) });
   }
   for (const h of Object.values(out)) h.buckets.sort((a, b) => a.le - b.le);
@@ -223,7 +226,8 @@ export function histogramsBetween(before: Record<string, ServiceHistogram>, afte
         return hit ? hit.le * 1000 : Infinity;
       };
       const within = buckets.find((x) => x.le === withinS)?.count;
-      return [op, { count, withinShare: within === undefined || count === 0 ? undefined : within / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
+      const sumS = h.sum - (b?.sum ?? 0);
+      return [op, { count, sumS, withinShare: within === undefined || count === 0 ? undefined : within / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
     }),
   );
 }

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { ServiceClient } from '../../agent/service-client';
-import { GeneratorGauges, RequestTimes, expectedPerPoll, parseServiceTimes, serviceTimesBetween, summarize } from '../../bench/fleet-gauges';
+import { GeneratorGauges, RequestTimes, expectedPerPoll, histogramsBetween, parseHistograms, parseServiceTimes, serviceTimesBetween, summarize } from '../../bench/fleet-gauges';
 import { shareClusters } from '../../bench/fleet-shard';
 
 it('splits a request that waited for the one pooled socket into that wait and its time on the wire', async () => {
@@ -87,7 +87,7 @@ describe("the API's own time, read from its /metrics text", () => {
     const h = new Histogram({ name: 'landfall_agent_request_duration_seconds', help: 'x', labelNames: ['operation'], buckets: [0.01, 0.05, 0.1], registers: [registry] });
     for (let i = 0; i < 10; i++) h.observe({ operation: 'poll' }, 0.005);
     const before = parseServiceTimes(await registry.metrics());
-    expect(before.poll).toEqual({ count: 10, buckets: [{ le: 0.01, count: 10 }, { le: 0.05, count: 10 }, { le: 0.1, count: 10 }] });
+    expect(before.poll).toEqual({ count: 10, sum: expect.closeTo(0.05, 9), buckets: [{ le: 0.01, count: 10 }, { le: 0.05, count: 10 }, { le: 0.1, count: 10 }] });
     // In the window: 98 polls within 10 ms, one at 70 ms, one over 100 ms; a reply at 30 ms.
     for (let i = 0; i < 98; i++) h.observe({ operation: 'poll' }, 0.004);
     h.observe({ operation: 'poll' }, 0.07);
@@ -96,6 +96,9 @@ describe("the API's own time, read from its /metrics text", () => {
     const w = serviceTimesBetween(before, parseServiceTimes(await registry.metrics()));
     expect(w.poll).toEqual({ count: 100, within50msShare: 0.98, p50AtMostMs: 10, p99AtMostMs: 100 });
     expect(w.reply).toEqual({ count: 1, within50msShare: 1, p50AtMostMs: 50, p99AtMostMs: 50 });
+    // Any label and bound (the refresh histograms): the window's sum too.
+    const r = histogramsBetween(before, parseHistograms(await registry.metrics(), 'landfall_agent_request_duration_seconds', 'operation'), 0.1);
+    expect(r.poll).toEqual({ count: 100, sumS: expect.closeTo(98 * 0.004 + 0.07 + 0.3, 9), withinShare: 0.99, p50AtMostMs: 10, p99AtMostMs: 100 });
   });
 
   it('gives nothing for a tree without the metric', () => {
