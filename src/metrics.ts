@@ -98,21 +98,18 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
   });
 
   // Why validations lag behind agents' facts, when they do: how long requests waited before their refresh committed
-  // (the service's own report → validations stored), and how long refreshes take.
-  const requestAge = new Histogram({
-    name: 'landfall_refresh_request_age_seconds',
-    help: "Per refreshed target: time from its first pending refresh request (an agent's new facts) to the commit of its refresh, by who refreshed it",
-    labelNames: ['path'],
-    buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60],
-    registers: [registry],
-  });
-  const refreshTransaction = new Histogram({
-    name: 'landfall_refresh_transaction_duration_seconds',
-    help: 'Duration of refresh transactions (claim to commit; a refresher transaction may hold several clusters), by who ran them',
-    labelNames: ['path'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  });
+  // (the service's own report → validations stored), and how long refreshes take; both by who refreshed (RefreshPath).
+  const byPath = (name: string, help: string, buckets: number[]) => new Histogram({ name, help, labelNames: ['path'], buckets, registers: [registry] });
+  const requestAge = byPath(
+    'landfall_refresh_request_age_seconds',
+    "Per refreshed target: time from its first pending refresh request (an agent's new facts) to the commit of its refresh, by who refreshed it",
+    [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60],
+  );
+  const refreshTransaction = byPath(
+    'landfall_refresh_transaction_duration_seconds',
+    'Duration of refresh transactions (claim to commit; a refresher transaction may hold several clusters), by who ran them',
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  );
 
   const grouped = async (sql: string) => (await db.raw(sql)).rows as Array<Record<string, string>>;
   // The queue as it stands, from PostgreSQL (the same from every process): a refresher that stopped or fell behind
