@@ -256,6 +256,11 @@ export async function refreshBacklog(stack: Stack): Promise<number | undefined> 
   }
 }
 
+/** A table cell: one way of reading freshness (stored, or through the API) as its p99, and its sample count if asked; 'n/a' without samples. */
+export function freshnessP99Cell(f: { samples: number; latencyMs: { p99: number } } | undefined, withCount = false): string {
+  return f && f.samples ? `${ms(f.latencyMs.p99)}${withCount ? ` (n=${f.samples})` : ''}` : 'n/a';
+}
+
 /** The refreshes as the service counts them (its /metrics histograms, summed over the API's processes), by who ran them. */
 export interface RefreshReading {
   ages: Record<string, ServiceHistogram>;

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { sleep } from '../src/dev/process-utils';
 import type { OpenResult, WindowResult } from './agent-load';
 import { cpuShare, growth, type CpuShare, type CpuSnapshot } from './agent-stats';
-import { cpuSnapshot, fmt, freshnessProbe, Generator, gitCommit, log, mb, ms, populate, resultPath, startStack, writeResult, type FreshnessResult, type Stack } from './agent-stack';
+import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, gitCommit, log, mb, ms, populate, resultPath, startStack, writeResult, type FreshnessResult, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb, treeRssKbByRole } from './proc-stats';
 
 const RSS_GROWTH_MAX = 0.1;
@@ -235,7 +235,7 @@ async function main(): Promise<void> {
       const answered = w.completed / Math.max(1, w.toS - w.fromS);
       const f = m.freshness;
       log(
-        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped + w.unanswered).padStart(8)}  ${(f && f.samples ? ms(f.latencyMs.p99) : 'n/a').padEnd(18)}  ${(f?.api && f.api.samples ? ms(f.api.latencyMs.p99) : 'n/a').padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
+        `${String(m.minute).padStart(6)}  ${fmt(answered).padStart(8)}  ${ms(w.all.p50).padEnd(9)} ${ms(w.all.p99).padEnd(9)} ${ms(w.all.max).padEnd(10)} ${String(w.errors + w.timeouts + w.non2xx + w.skipped + w.unanswered).padStart(8)}  ${freshnessP99Cell(f).padEnd(18)}  ${freshnessP99Cell(f?.api).padEnd(18)} ${fmt(m.cpuCores.api, 2).padStart(9)} ${fmt(m.cpuCores.postgres, 2).padStart(5)} ${fmt(m.cpuCores.generator, 2).padStart(5)} ${fmt(m.cpuCores.other, 2).padStart(5)}  ${mb(m.memory.apiRssKb).padStart(8)}  ${mb(m.memory.pgRssKb).padStart(7)}`,
       );
     }
     log('');
