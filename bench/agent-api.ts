@@ -282,7 +282,7 @@ async function main(): Promise<void> {
           if (upd0) hotShare = { updates: upd1.updates - upd0.updates, hot: upd1.hot - upd0.hot };
           pgTop = (
             await s.pgQuery(
-              `select calls::int as calls, plans::int as plans, total_exec_time as total_ms, mean_exec_time as mean_ms, regexp_replace(query, '\\s+', ' ', 'g') as query
+              `select calls::int as calls, plans::int as plans, total_exec_time as total_ms, mean_exec_time as mean_ms, (shared_blks_hit + shared_blks_read)::float8 / greatest(calls, 1) as blks, regexp_replace(query, '\\s+', ' ', 'g') as query
                  from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
                  order by total_exec_time desc limit 12`,
             )
@@ -383,7 +383,7 @@ async function main(): Promise<void> {
       // A poll rewrites its host's row (HOT): the row's inline width is what each check-in copies and prunes.
       log(`  hosts row inline ${size.row} B on average (doc ${size.doc} B, inventory ${size.inventory} B, step_sends ${size.sends} B, as stored: compressed or a TOAST pointer); heap ${mb(Number(size.heap) / 1024)}, with TOAST and indexes ${mb(Number(size.total) / 1024)}`);
       // Plans are counted only with pg_stat_statements.track_planning on (--pg-conf pg_stat_statements.track_planning=on).
-      for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.plans)).padStart(7)} plans  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${String(r.query).slice(0, 160)}`);
+      for (const r of pgTop) log(`  ${fmt(Number(r.calls)).padStart(9)} calls  ${fmt(Number(r.plans)).padStart(7)} plans  ${fmt(Number(r.mean_ms), 3)} ms mean  ${fmt(Number(r.total_ms)).padStart(6)} ms total  ${fmt(Number(r.blks), 1).padStart(6)} blocks/call  ${String(r.query).slice(0, 160)}`);
     }
 
     // Stop the API (CPU profiles are written as its processes exit), then summarise.

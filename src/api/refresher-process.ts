@@ -17,6 +17,7 @@
  * process (a serving one settling a read, the worker's backup refresher)
  * refreshes the same targets with the same result.
  */
+import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
@@ -42,9 +43,43 @@ import { joinApiCluster } from './cluster';
  */
 export const REFRESHER_NICE = 10;
 
+/**
+ * Every thread of this process below the serving processes, not only the
+ * main one. On Linux a nice value belongs to a thread (setpriority on the
+ * process id sets the calling thread's only), and the threads V8 starts with
+ * the process, which run its collections' parallel marking, compaction and
+ * sweeping, kept nice 0. The refresher's full collections of its large heap
+ * (~0.4–0.5 s each at 5,000 hosts) then competed with the serving processes
+ * at their priority; sampled every 0.27 s, the refresher took up to three
+ * quarters of a core in the polls' worst seconds (bench/README.md,
+ * 2026-11-29, fifth session). A thread started later takes its creator's
+ * value, so this is done once, at start. Elsewhere the process id names the
+ * whole process.
+ */
+export function lowerEveryThread(nice: number): void {
+  for (const tid of threadIds()) {
+    try {
+      setPriority(tid, Math.max(getPriority(tid), nice));
+    } catch (err) {
+      // A thread that ended meanwhile has nothing left to lower.
+      // (Node reports it as ERR_SYSTEM_ERROR naming ESRCH.)
+      if (!/\bESRCH\b/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+/** This process's threads (Linux: /proc/self/task); elsewhere 0, the process itself. */
+function threadIds(): number[] {
+  try {
+    return readdirSync('/proc/self/task').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  } catch {
+    return [0];
+  }
+}
+
 function yieldToServing(logger: Logger): void {
   try {
-    setPriority(Math.max(getPriority(), REFRESHER_NICE));
+    lowerEveryThread(REFRESHER_NICE);
   } catch (err) {
     logger.warn({ err: (err as Error).message }, 'could not lower the refresher\'s priority; it competes with the serving processes for CPU');
   }

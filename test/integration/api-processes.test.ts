@@ -158,6 +158,11 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   // The refresher runs below the serving processes' priority, refreshes, and is brought back when it dies.
   expect(getPriority(refresher)).toBe(Math.max(REFRESHER_NICE, getPriority(child.pid!)));
   for (const pid of workers) expect(getPriority(pid)).toBe(getPriority(child.pid!));
+  // Every thread of it, not only the main one: V8's own threads (its collections run on them) started at nice 0.
+  const threads = (pid: number) => readdirSync(`/proc/${pid}/task`).map(Number);
+  expect(threads(refresher).length).toBeGreaterThan(1);
+  await eventually(async () => threads(refresher).every((tid) => getPriority(tid) === Math.max(REFRESHER_NICE, getPriority(child.pid!))), 10_000, 'every thread of the refresher at its priority');
+  for (const pid of workers) expect(threads(pid).every((tid) => getPriority(tid) === getPriority(child.pid!))).toBe(true);
   // Its heap is collected sooner (REFRESHER_V8_ARGS); the serving processes keep V8's own factor.
   const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
   expect(REFRESHER_V8_ARGS.length).toBeGreaterThan(0);
