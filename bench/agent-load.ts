@@ -62,6 +62,12 @@ export interface WindowResult {
   statusCodes: Record<string, number>;
   /** Transport errors by code (ECONNRESET, …): a reset on a reused keep-alive connection is not the API failing a request. */
   errorCodes: Record<string, number>;
+  /**
+   * The most any request of the window went out after its scheduled start
+   * (ms): the generator's own lateness (its timer, its share of the CPU). It
+   * counts in the latencies, which run from the scheduled start.
+   */
+  lateMaxMs: number;
   all: Percentiles;
   byKind: Record<'GET' | 'POST', Percentiles>;
 }
@@ -86,7 +92,7 @@ export interface ClosedResult {
 export type LoadMessage = { type: 'ready' } | { type: 'open-result'; id: number; result: OpenResult } | { type: 'closed-result'; id: number; result: ClosedResult } | { type: 'failed'; id?: number; error: string };
 
 // ---- the agent mix
-interface MixRequest {
+export interface MixRequest {
   kind: 'GET' | 'POST';
   method: string;
   path: string;
@@ -170,6 +176,7 @@ class Recorder {
   unanswered = 0;
   statusCodes: Record<string, number> = {};
   errorCodes: Record<string, number> = {};
+  lateMaxMs = 0;
   all: number[] = [];
   kind: Record<'GET' | 'POST', number[]> = { GET: [], POST: [] };
 
@@ -186,6 +193,7 @@ class Recorder {
       unanswered: this.unanswered,
       statusCodes: this.statusCodes,
       errorCodes: this.errorCodes,
+      lateMaxMs: this.lateMaxMs,
       all: percentiles(this.all),
       byKind: { GET: percentiles(this.kind.GET), POST: percentiles(this.kind.POST) },
     };
@@ -202,7 +210,8 @@ function requestBytes(r: MixRequest, port: number): Buffer {
   return Buffer.concat([Buffer.from(`${head}content-length: ${r.body.length}\r\n\r\n`, 'latin1'), r.body]);
 }
 
-function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult> {
+/** The open loop (exported for its test); `mix` gives each request. */
+export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCommand): Promise<OpenResult> {
   const { rate, seconds, maxSockets } = cmd;
   const windowMs = (cmd.windowSeconds ?? seconds) * 1000;
   const windowCount = Math.max(1, Math.ceil((seconds * 1000) / windowMs));
@@ -235,6 +244,9 @@ function openLoop(port: number, mix: Mix, cmd: OpenCommand): Promise<OpenResult>
       const w = windows[Math.min(windowCount - 1, Math.floor((due - t0) / windowMs))]!;
       total.scheduled++;
       w.scheduled++;
+      const late = performance.now() - due;
+      total.lateMaxMs = Math.max(total.lateMaxMs, late);
+      w.lateMaxMs = Math.max(w.lateMaxMs, late);
       if (inFlight >= inFlightCap) {
         total.skipped++;
         w.skipped++;
