@@ -25,7 +25,7 @@ import path from 'node:path';
 import { repoRoot, sleep } from '../src/dev/process-utils';
 import { formatSummary, summarizeCpuProfile, type ProfileSummary } from './cpuprofile-summary';
 import type { ClosedResult, OpenResult } from './agent-load';
-import { cpuShare, findKnee, nextBisectRate, parseRates, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
+import { cpuShare, findKnee, nextBisectRate, parseRates, secondsLine, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
 
@@ -266,8 +266,7 @@ async function main(): Promise<void> {
       const m0At = performance.now();
       const c0 = cpuSnapshot(s, g.pid);
       const probe = opts.freshnessIntervalMs > 0 ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
-      // One-second windows besides the whole: a tail from a few bad seconds reads differently from one spread evenly.
-      const open = await g.open(rate, opts.duration, opts.maxSockets, 1);
+      const open = await g.open(rate, opts.duration, opts.maxSockets);
       const c1 = cpuSnapshot(s, g.pid);
       const toUs = Number(process.hrtime.bigint() / 1000n);
       const freshness = await probe?.stop();
@@ -478,11 +477,7 @@ function printWindow(w: RateWindow): void {
   log(`${w.bisection ? 'bisection' : 'rate'} ${fmt(w.offered)} req/s offered: ${fmt(o.achieved)} answered/s (${fmt(o.completed)} of ${fmt(o.scheduled)} due; most in flight ${fmt(o.maxInFlight)}${o.skipped ? `; ${fmt(o.skipped)} not sent: the API fell too far behind` : ''}${o.unanswered ? `; ${fmt(o.unanswered)} unanswered 15 s after the window` : ''})`);
   log(`  latency       ${latencyLine(o.all)}`);
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
-  const seconds = o.windows.filter((x) => x.all.count > 0);
-  if (seconds.length > 1) {
-    const over = seconds.filter((x) => x.all.p99 >= 50).length;
-    log(`  by second     p99 ${seconds.map((x) => fmt(x.all.p99)).join(' ')} ms (${over} of ${seconds.length} seconds ≥ 50 ms); the generator sent up to ${ms(o.lateMaxMs)} after a request's scheduled start`);
-  }
+  log(`  by second     p99 ${secondsLine(o.secondsP99)}; the generator sent up to ${ms(o.lateMaxMs)} after a request's scheduled start`);
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;
   if (f) log(`  report→stored ${freshnessLatencies(f, '   ')}   (${freshnessCounts(f)})`);

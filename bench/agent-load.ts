@@ -77,6 +77,8 @@ export interface OpenResult extends WindowResult {
   achieved: number;
   maxInFlight: number;
   windows: WindowResult[];
+  /** The p99 of each second by due time (ms; NaN: none answered), whatever the windows: a tail from a few bad seconds reads differently from an even one. */
+  secondsP99: number[];
 }
 export interface ClosedResult {
   seconds: number;
@@ -218,6 +220,7 @@ export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCom
   const pool = new LeanPool(port, maxSockets, REQUEST_TIMEOUT_MS);
   const total = new Recorder();
   const windows = Array.from({ length: windowCount }, () => new Recorder());
+  const bySecond: number[][] = [];
   let inFlight = 0;
   let maxInFlight = 0;
   let lastDone = 0;
@@ -238,7 +241,8 @@ export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCom
       for (const rec of [total, ...windows]) rec.unanswered = rec.inFlight;
       const sum = total.result(0, seconds);
       const achieved = total.completed / Math.max(seconds, (lastDone - t0) / 1000);
-      resolve({ ...sum, offered: rate, achieved, maxInFlight, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
+      const secondsP99 = Array.from({ length: Math.ceil(seconds) }, (_, k) => (bySecond[k]?.length ? percentiles(bySecond[k]!).p99 : NaN));
+      resolve({ ...sum, offered: rate, achieved, maxInFlight, secondsP99, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
     };
     const fire = (due: number) => {
       const w = windows[Math.min(windowCount - 1, Math.floor((due - t0) / windowMs))]!;
@@ -279,6 +283,7 @@ export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCom
         if (!err) {
           lastDone = performance.now();
           const took = lastDone - due;
+          (bySecond[Math.floor((due - t0) / 1000)] ??= []).push(took);
           for (const rec of [total, w]) {
             rec.all.push(took);
             rec.kind[r.kind].push(took);

@@ -135,3 +135,15 @@ export function cpuShare(a: CpuSnapshot, b: CpuSnapshot): CpuShare {
 
 /** RSS growth between two readings, as a ratio of the first (0.05 = grew 5 %). */
 export const growth = (first: number, last: number): number => (first > 0 ? (last - first) / first : NaN);
+
+/**
+ * The p99 of each second as one line: the values in whole ms (n/a: a second
+ * nothing was answered in; a JSON round trip makes NaN null) and how many
+ * reached `boundMs`, the target's 50 ms.
+ */
+export function secondsLine(p99s: Array<number | null>, boundMs = 50): string {
+  const known = p99s.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  const over = known.filter((v) => v >= boundMs).length;
+  const text = p99s.map((v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a'));
+  return `${text.join(' ')} ms (${over} of ${p99s.length} seconds ≥ ${boundMs} ms)`;
+}

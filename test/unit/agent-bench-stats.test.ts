@@ -1,4 +1,4 @@
-import { cpuShare, findKnee, growth, nextBisectRate, parseRates, percentiles, rateMeets, type RateOutcome } from '../../bench/agent-stats';
+import { cpuShare, findKnee, growth, nextBisectRate, parseRates, percentiles, rateMeets, secondsLine, type RateOutcome } from '../../bench/agent-stats';
 import { changedInventoryReply } from '../../bench/agent-load';
 import { inventoryFor } from '../../bench/inventory';
 
@@ -46,6 +46,11 @@ describe('agent bench arithmetic', () => {
     expect(nextBisectRate(sweep, c, 50)).toBeUndefined(); // 1700..1750: within 50
     expect(nextBisectRate([ok(500), ok(1000)], c, 50)).toBeUndefined(); // no miss: nothing to bisect
     expect(nextBisectRate([ok(500, 99)], c, 50)).toBeUndefined(); // no knee
+  });
+
+  it('each second\'s p99 on one line, the seconds at the bound counted and empty seconds named', () => {
+    expect(secondsLine([12.4, 60, null, 50, NaN, 1234.5])).toBe('12 60 n/a 50 n/a 1,235 ms (3 of 6 seconds ≥ 50 ms)');
+    expect(secondsLine([49.9, 10])).toBe('50 10 ms (0 of 2 seconds ≥ 50 ms)');
   });
 
   it('parses a rate list, sorted and without repeats, and refuses nonsense', () => {

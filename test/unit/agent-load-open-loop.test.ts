@@ -39,5 +39,8 @@ describe('bench open loop', () => {
     expect(held.lateMaxMs).toBeGreaterThanOrEqual(200);
     expect(held.all.max).toBeGreaterThanOrEqual(held.lateMaxMs);
     expect(r.lateMaxMs).toBe(Math.max(...r.windows.map((w) => w.lateMaxMs)));
+    // Each second's p99 by due time: the hold (600–900 ms) is in the first second, whose p99 shows it.
+    expect(r.secondsP99).toHaveLength(2);
+    expect(r.secondsP99[0]).toBeGreaterThanOrEqual(200);
   });
 });
