@@ -267,11 +267,13 @@ describe('landfall operator on a real kube-apiserver', () => {
     expect(img.at(-1)).toBe('True/ImageCreated');
     for (const v of img.slice(0, -1)) expect(v).toBe('False/ImageCreationError');
 
-    // No duplicate action across the kill: one install start in Landfall, one in the operators' logs.
+    // No duplicate action across the kill: one install start in Landfall, at most one in the operators' logs.
     const events = (await call('GET', `${h.api.base}/events?cluster_id=${clusterId}`)).body as any[];
     expect(events.filter((e) => e.name === 'cluster_prepare_installation_started')).toHaveLength(1);
     expect(events.filter((e) => e.name === 'cluster_installation_started')).toHaveLength(1);
-    expect(operatorLog.filter((l) => l.msg === 'installation started')).toHaveLength(1);
+    // At most one line: the kill comes as soon as Landfall has the install, and may land before the operator that
+    // asked has its answer and logs it (then none did; the restarted one finds it installing and starts nothing).
+    expect(operatorLog.filter((l) => l.msg === 'installation started').length).toBeLessThanOrEqual(1);
     expect(operatorLog.filter((l) => l.msg === 'cluster created')).toHaveLength(1);
     expect((await call('GET', `${h.api.base}/clusters`)).body.filter((c: any) => c.name === 'edge-1')).toHaveLength(1);
 
