@@ -132,7 +132,10 @@ describe('day 2: adding hosts to an installed cluster', () => {
     expect((await get(`${h.api.base}/clusters/${cluster.id}`)).status).toBe('adding-hosts');
 
     const retried = await call('POST', `${h.api.base}/infra-envs/${ie2.id}/hosts/${bad.id}/actions/retry-install`);
-    expect([retried.status, retried.body.status]).toEqual([202, 'installing']);
+    // The answer is the host read after the retry took: installing, or already a stage further on when its
+    // simulated agent reported before the read (seen on a loaded CI machine).
+    expect(retried.status).toBe(202);
+    expect(['installing', 'installing-in-progress']).toContain(retried.body.status);
     await hostsWhere(cluster.id, (x) => x.id === bad.id && x.status === 'installed', 1, 'the retried day-2 host installed');
 
     const grown = await get(`${h.api.base}/clusters/${cluster.id}`);
