@@ -142,8 +142,12 @@ export const growth = (first: number, last: number): number => (first > 0 ? (las
  * reached `boundMs`, the target's 50 ms.
  */
 export function secondsLine(p99s: Array<number | null>, boundMs = 50): string {
-  const known = p99s.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  const over = known.filter((v) => v >= boundMs).length;
+  const over = secondsAtBound(p99s, boundMs);
   const text = p99s.map((v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a'));
   return `${text.join(' ')} ms (${over} of ${p99s.length} seconds ≥ ${boundMs} ms)`;
+}
+
+/** How many of these seconds' p99s reached `boundMs` (seconds nothing was answered in count as not). */
+export function secondsAtBound(p99s: Array<number | null>, boundMs = 50): number {
+  return p99s.filter((v) => typeof v === 'number' && Number.isFinite(v) && v >= boundMs).length;
 }

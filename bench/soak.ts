@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sleep } from '../src/dev/process-utils';
 import type { OpenResult, WindowResult } from './agent-load';
-import { cpuShare, growth, secondsLine, type CpuShare, type CpuSnapshot } from './agent-stats';
+import { cpuShare, growth, secondsAtBound, secondsLine, type CpuShare, type CpuSnapshot } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, gitCommit, log, mb, ms, populate, resultPath, startStack, writeResult, type FreshnessResult, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb, treeRssKbByRole } from './proc-stats';
 
@@ -240,7 +240,7 @@ async function main(): Promise<void> {
     }
     // Minute 1 by second: where its tail (the set-up's aftermath) is, and whether it ends within the minute.
     log(`minute 1        p99 by second: ${secondsLine(result.secondsP99.slice(0, 60))}`);
-    log(`by minute       seconds with p99 ≥ 50 ms: ${minutes.map((m) => `${m.minute}: ${result.secondsP99.slice((m.minute - 1) * 60, m.minute * 60).filter((v) => typeof v === 'number' && v >= 50).length}`).join(', ')}; the generator sent up to ${ms(result.lateMaxMs)} after a request's scheduled start`);
+    log(`by minute       seconds with p99 ≥ 50 ms: ${minutes.map((m) => `${m.minute}: ${secondsAtBound(result.secondsP99.slice((m.minute - 1) * 60, m.minute * 60))}`).join(', ')}; the generator sent up to ${ms(result.lateMaxMs)} after a request's scheduled start`);
     log('');
     log(`requests        ${fmt(result.completed)} answered of ${fmt(result.scheduled)} due (${fmt(result.achieved)}/s); ${result.errors} errors${result.errors ? ` (${Object.entries(result.errorCodes).map(([c, n]) => `${c}: ${n}`).join(', ')})` : ''}, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.skipped} not sent, ${result.unanswered} unanswered; p50 ${ms(result.all.p50)}, p99 ${ms(result.all.p99)}, max ${ms(result.all.max)}`);
     log(`API RSS         after set-up ${mb(setupMemory.apiRssKb)}, after minute 1 ${mb(afterFirst.apiRssKb)}, at the end ${mb(last.apiRssKb)} (${(apiGrowth * 100).toFixed(1)} %), peak ${mb(Math.max(...samples.map((x) => x.apiRssKb)))}; PSS ${mb(afterFirst.apiPssKb)} → ${mb(last.apiPssKb)}`);
