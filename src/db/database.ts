@@ -3,7 +3,7 @@ import knex, { type Knex } from 'knex';
 import type { PlanCacheMode } from '../config';
 import type { Logger } from '../logger';
 import { applyPlanCacheMode } from './plan-cache-mode';
-import { PollLane } from './poll-lane';
+import { PollLane, type BatchedStatement } from './poll-lane';
 
 export type Db = Knex;
 
@@ -155,6 +155,23 @@ export async function laneQuery<R>(db: Db, text: string, values: unknown[]): Pro
   // The event only for a statement the lane sends: one it cannot send (no connection, closed) goes to the pool alone.
   return lane.query<R>(statementName(text), text, values, () => db.emit('query', { sql: text, bindings: values, method: 'raw' }));
 }
+
+/**
+ * One row of a batched statement on the poll lane (PollLane.batched): its
+ * answer, or undefined when the database has no lane, the lane could not run
+ * it, or no row came back for it (then the caller sends its pool statement).
+ * The `query` event once per statement sent, with its array parameters.
+ */
+export async function laneBatched<R>(db: Db, text: string, width: number, row: unknown[]): Promise<R | undefined> {
+  const lane = lanes.get(db);
+  if (!lane) return undefined;
+  let statements = batchedStatements.get(db);
+  if (!statements) batchedStatements.set(db, (statements = new Map()));
+  let statement = statements.get(text);
+  if (!statement) statements.set(text, (statement = { name: statementName(text), text, width, onSend: (values) => db.emit('query', { sql: text, bindings: values, method: 'raw' }) }));
+  return lane.batched<R>(statement, row);
+}
+const batchedStatements = new WeakMap<Db, Map<string, BatchedStatement>>();
 
 /** knex's logger interface onto ours: its warnings and errors keep their level; debug goes to debug. */
 function knexLog(log: Logger): Knex.Config['log'] {

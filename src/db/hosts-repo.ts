@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Doc, HostRow } from './rows';
-import { hotQuery, laneQuery, PREPARED, SOFT_COMMIT_SQL } from './database';
+import { hotQuery, laneBatched, PREPARED, SOFT_COMMIT_SQL } from './database';
 import type { eventRow } from './events-repo';
 
 type Q = Knex | Knex.Transaction;
@@ -47,43 +47,61 @@ export interface StepPlanGuess {
   candidates: Array<{ t: string; d: string; stale: number }>;
 }
 
-/**
- * The check-in (see checkIn). Parameters: 1 time, 2 agent timestamp, 3 agent
- * version, 4–8 the plan (statuses, cluster, step-view stamp, instant,
- * candidates; all null without one), 9–10 the key, 11 the resend bound of
- * queued steps handed out and never answered. Column references in SET are
- * the row before this update; a step is due as step-cadence.ts dueNow says:
- * never sent, sent with other arguments, or sent at or before its stale mark.
- */
-const CHECK_IN_SQL = `update hosts set
-    checked_in_at = $1,
-    agent_timestamp = coalesce($2, agent_timestamp),
-    discovery_agent_version = coalesce($3, discovery_agent_version),
+function checkInSql(p: (i: number) => string, from: string, key: string, returning: string): string {
+  return `update hosts set
+    checked_in_at = ${p(1)},
+    agent_timestamp = coalesce(${p(2)}, agent_timestamp),
+    discovery_agent_version = coalesce(${p(3)}, discovery_agent_version),
     step_sends = case
-      when $4::text[] @> array[status::text] and cluster_id = $5::uuid
-           and (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) = $6
+      when ${p(4)}::text[] @> array[status::text] and cluster_id = ${p(5)}::uuid
+           and (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) = ${p(6)}
       then coalesce(step_sends, '{}'::jsonb) || coalesce(
-        (select jsonb_object_agg(c.t, jsonb_build_object('d', c.d, 'at', $7::bigint))
-           from jsonb_to_recordset($8::jsonb) as c(t text, d text, stale bigint)
+        (select jsonb_object_agg(c.t, jsonb_build_object('d', c.d, 'at', ${p(7)}::bigint))
+           from jsonb_to_recordset(${p(8)}::jsonb) as c(t text, d text, stale bigint)
           where step_sends->c.t->>'d' is distinct from c.d or (step_sends->c.t->>'at')::bigint <= c.stale),
         '{}'::jsonb)
       else step_sends end
-  where infra_env_id = $9 and id = $10 and ${SOFT_COMMIT}
-  returning status, cluster_id, discovery_agent_version, step_sends,
-    exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < $11 and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
+  ${from}where ${key} and ${SOFT_COMMIT}
+  returning ${returning}status, cluster_id, discovery_agent_version, step_sends,
+    exists (select 1 from host_steps s where s.infra_env_id = hosts.infra_env_id and s.host_id = hosts.id and (s.state = 'pending' or (s.state = 'sent' and s.sent_at < ${p(11)} and (s.step_type <> 'install' or hosts.doc->'progress'->>'current_stage' is null)))) as steps_due,
     (report_pending is not null) as report_pending,
     (select c.step_view_stamp from clusters c where c.id = hosts.cluster_id) as view_stamp`;
+}
 
 /**
- * CHECK_IN_SQL for the poll lane, which must never wait: the row is taken
- * only if no other transaction holds it (a refresh writing its hosts holds
- * theirs until it commits), and otherwise nothing is written or returned.
+ * The check-in (see checkIn), through the pool. Parameters: 1 time, 2 agent
+ * timestamp, 3 agent version, 4–8 the plan (statuses, cluster, step-view
+ * stamp, instant, candidates; all null without one), 9–10 the key, 11 the
+ * resend bound of queued steps handed out and never answered. Column
+ * references in SET are the row before this update; a step is due as
+ * step-cadence.ts dueNow says: never sent, sent with other arguments, or sent
+ * at or before its stale mark.
  */
-const CHECK_IN_LANE_SQL = CHECK_IN_SQL.replace(
-  'where infra_env_id = $9 and id = $10 and',
-  'where (infra_env_id, id) = (select l.infra_env_id, l.id from hosts l where l.infra_env_id = $9 and l.id = $10 for no key update skip locked) and',
+const CHECK_IN_SQL = checkInSql((i) => `$${i}`, '', 'infra_env_id = $9 and id = $10', '');
+
+/** The check-in's parameters, in order; the batched statement takes each as an array of this type. */
+const CHECK_IN_TYPES = ['timestamptz', 'bigint', 'text', 'text', 'uuid', 'text', 'bigint', 'text', 'uuid', 'uuid', 'timestamptz'] as const;
+
+/**
+ * The check-ins of one turn of the event loop, for the poll lane, in one
+ * statement (src/db/poll-lane.ts BatchedStatement): parameter k is every
+ * check-in's k-th CHECK_IN_SQL parameter. The lane must never wait: a row is
+ * taken only if no other transaction holds it (a refresh writing its hosts
+ * holds theirs until it commits), and a held or missing host gets no row
+ * back (its caller then sends CHECK_IN_SQL through the pool). A host twice in
+ * one batch is written once and answered once; its other poll goes through
+ * the pool.
+ */
+const CHECK_IN_BATCH_SQL = checkInSql(
+  (i) => `v.c${i}`,
+  `from (select l.infra_env_id as lie, l.id as lid, u.*
+           from unnest(${CHECK_IN_TYPES.map((type, k) => `$${k + 1}::${type}[]`).join(', ')}) with ordinality as u(${CHECK_IN_TYPES.map((_, k) => `c${k + 1}`).join(', ')}, n)
+           join hosts l on l.infra_env_id = u.c9 and l.id = u.c10
+            for no key update of l skip locked) v
+  `,
+  'hosts.infra_env_id = v.lie and hosts.id = v.lid',
+  'v.n, ',
 );
-if (CHECK_IN_LANE_SQL === CHECK_IN_SQL) throw new Error('hosts-repo: the check-in statement no longer has the key condition the poll lane rewrites');
 
 type CheckInRow = { status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null };
 
@@ -320,9 +338,7 @@ export function createHostsRepo(db: Knex) {
       ];
       // The poll lane first (src/db/poll-lane.ts); nothing from it (no lane, the row held, no such host, the lane
       // failing) sends the statement through the pool, which waits for a held row and says whether the host exists.
-      const laned = await laneQuery<CheckInRow>(db, CHECK_IN_LANE_SQL, values);
-      const rows = laned?.length ? laned : await hotQuery<CheckInRow>(db, CHECK_IN_SQL, values);
-      const r = rows[0];
+      const r = (await laneBatched<CheckInRow>(db, CHECK_IN_BATCH_SQL, CHECK_IN_TYPES.length, values)) ?? (await hotQuery<CheckInRow>(db, CHECK_IN_SQL, values))[0];
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },
     /**

@@ -2,9 +2,9 @@
  * The poll's lane: one pipelined PostgreSQL connection per process for the
  * statement every agent poll sends (the check-in). Its statements go out as
  * they come, without waiting for the one before to be answered, and each is
- * still its own transaction (a Sync after each): PostgreSQL reads several
- * from one wake-up when polls arrive together, and a poll takes no pool
- * connection. Measured in the agent-api mix at 1,700 req/s on the 2-core
+ * its own transaction (a Sync after each); the check-ins of one turn of the
+ * event loop travel as one batched statement (BatchedStatement). A poll takes
+ * no pool connection. Measured in the agent-api mix at 1,700 req/s on the 2-core
  * machine (bench/README.md, 2026-11-29): poll p99 114–151 ms against
  * 399–469 ms through the pool, serving CPU 0.62 core against 0.70–0.79.
  *
@@ -30,6 +30,24 @@ const STALL_MS = 10_000;
 const RETRY_AFTER_MS = 1_000;
 /** How the lane's backend shows in pg_stat_activity (tests find it by it). */
 export const POLL_LANE_APPLICATION_NAME = 'landfall-poll-lane';
+
+/**
+ * A statement that carries many callers' rows at once: its parameters $1…$width
+ * are arrays, the k-th holding every row's k-th value (unnest … with
+ * ordinality makes them rows again), and each row it returns names in `n` the
+ * 1-based position of the row it answers. Polls arriving together cost
+ * PostgreSQL one statement instead of one each: a statement's own cost (its
+ * bind, executor start, transaction and answer) was more than half of a
+ * pipelined check-in's backend CPU, and of the client's (bench/README.md,
+ * 2026-11-29, sixth session).
+ */
+export interface BatchedStatement {
+  name: string;
+  text: string;
+  width: number;
+  /** Runs when the statement is sent, with its parameters. */
+  onSend?: (values: unknown[][]) => void;
+}
 
 export class PollLane {
   private client: Promise<Client> | undefined;
@@ -71,6 +89,42 @@ export class PollLane {
       return (await client.query<R & Record<string, unknown>>({ name, text, values })).rows;
     } catch {
       return undefined;
+    }
+  }
+
+  /**
+   * One row of a batched statement (see BatchedStatement): the row's answer,
+   * or undefined when the lane could not run it or the statement returned no
+   * row for it (the caller then uses the pool). The rows given in one turn of
+   * the event loop go out as one statement when the turn's I/O callbacks are
+   * done (setImmediate), the moment the turn's single statements are written.
+   */
+  batched<R>(statement: BatchedStatement, row: unknown[]): Promise<R | undefined> {
+    if (this.closed || Date.now() < this.retryAt) return Promise.resolve(undefined);
+    let batch = this.batches.get(statement.name);
+    if (!batch) {
+      batch = { statement, rows: [], answers: [] };
+      this.batches.set(statement.name, batch);
+      if (this.batches.size === 1) setImmediate(() => this.sendBatches());
+    }
+    const b = batch;
+    b.rows.push(row);
+    return new Promise<R | undefined>((resolve) => b.answers.push(resolve as (row: unknown) => void));
+  }
+
+  private batches = new Map<string, { statement: BatchedStatement; rows: unknown[][]; answers: Array<(row: unknown) => void> }>();
+
+  private sendBatches(): void {
+    const batches = [...this.batches.values()];
+    this.batches.clear();
+    for (const { statement, rows, answers } of batches) {
+      // Column-wise: parameter k is the array of every row's k-th value.
+      const columns = Array.from({ length: statement.width }, (_, k) => rows.map((r) => r[k]));
+      void this.query<{ n: string | number }>(statement.name, statement.text, columns, () => statement.onSend?.(columns)).then((result) => {
+        const byRow = new Map<number, unknown>();
+        for (const r of result ?? []) if (!byRow.has(Number(r.n))) byRow.set(Number(r.n), r);
+        answers.forEach((answer, i) => answer(byRow.get(i + 1)));
+      });
     }
   }
 
