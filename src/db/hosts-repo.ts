@@ -80,7 +80,7 @@ function checkInSql(p: (i: number) => string, from: string, key: string, returni
 const CHECK_IN_SQL = checkInSql((i) => `$${i}`, '', 'infra_env_id = $9 and id = $10', '');
 
 /** The check-in's parameters, in order; the batched statement takes each as an array of this type. */
-const CHECK_IN_TYPES = ['timestamptz', 'bigint', 'text', 'text', 'uuid', 'text', 'bigint', 'text', 'uuid', 'uuid', 'timestamptz'] as const;
+export const CHECK_IN_TYPES = ['timestamptz', 'bigint', 'text', 'text', 'uuid', 'text', 'bigint', 'text', 'uuid', 'uuid', 'timestamptz'] as const;
 
 /**
  * The check-ins of one turn of the event loop, for the poll lane, in one
@@ -92,7 +92,7 @@ const CHECK_IN_TYPES = ['timestamptz', 'bigint', 'text', 'text', 'uuid', 'text',
  * one batch is written once and answered once; its other poll goes through
  * the pool.
  */
-const CHECK_IN_BATCH_SQL = checkInSql(
+export const CHECK_IN_BATCH_SQL = checkInSql(
   (i) => `v.c${i}`,
   `from (select l.infra_env_id as lie, l.id as lid, u.*
            from unnest(${CHECK_IN_TYPES.map((type, k) => `$${k + 1}::${type}[]`).join(', ')}) with ordinality as u(${CHECK_IN_TYPES.map((_, k) => `c${k + 1}`).join(', ')}, n)
@@ -102,6 +102,24 @@ const CHECK_IN_BATCH_SQL = checkInSql(
   'hosts.infra_env_id = v.lie and hosts.id = v.lid',
   'v.n, ',
 );
+
+/** CHECK_IN_SQL's parameters (CHECK_IN_BATCH_SQL's k-th array holds the k-th of each check-in). */
+export function checkInValues(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess): unknown[] {
+  // Instants as ISO text: pg's own Date serialiser (local time with its offset) was a visible share of a poll's CPU.
+  return [
+    new Date().toISOString(),
+    agentTimestamp ?? null,
+    agentVersion ?? null,
+    plan ? `{${plan.statuses.join(',')}}` : null,
+    plan?.clusterId ?? null,
+    plan?.viewStamp ?? null,
+    plan?.at ?? null,
+    plan ? JSON.stringify(plan.candidates) : null,
+    k.infraEnvId,
+    k.hostId,
+    resendBefore.toISOString(),
+  ];
+}
 
 type CheckInRow = { status: string; cluster_id: string | null; discovery_agent_version: string | null; step_sends: StepSends | null; steps_due: boolean; report_pending: boolean; view_stamp: string | null };
 
@@ -322,22 +340,10 @@ export function createHostsRepo(db: Knex) {
      * whether it did, from the row returned).
      */
     async checkIn(k: HostKey, agentTimestamp: number | undefined, agentVersion: string | undefined, resendBefore: Date, plan?: StepPlanGuess): Promise<CheckedIn | undefined> {
-      // Instants as ISO text: pg's own Date serialiser (local time with its offset) was a visible share of a poll's CPU.
-      const values = [
-        new Date().toISOString(),
-        agentTimestamp ?? null,
-        agentVersion ?? null,
-        plan ? `{${plan.statuses.join(',')}}` : null,
-        plan?.clusterId ?? null,
-        plan?.viewStamp ?? null,
-        plan?.at ?? null,
-        plan ? JSON.stringify(plan.candidates) : null,
-        k.infraEnvId,
-        k.hostId,
-        resendBefore.toISOString(),
-      ];
-      // The poll lane first (src/db/poll-lane.ts); nothing from it (no lane, the row held, no such host, the lane
-      // failing) sends the statement through the pool, which waits for a held row and says whether the host exists.
+      const values = checkInValues(k, agentTimestamp, agentVersion, resendBefore, plan);
+      // The poll lane first (src/db/poll-lane.ts), batched with the turn's other check-ins; nothing from it (no lane,
+      // the row held, no such host, the host twice in the batch, the lane failing) sends the statement through the
+      // pool, which waits for a held row and says whether the host exists.
       const r = (await laneBatched<CheckInRow>(db, CHECK_IN_BATCH_SQL, CHECK_IN_TYPES.length, values)) ?? (await hotQuery<CheckInRow>(db, CHECK_IN_SQL, values))[0];
       return r ? { status: r.status, clusterId: r.cluster_id, stepsDue: r.steps_due, agentVersion: r.discovery_agent_version, stepSends: r.step_sends ?? {}, reportPending: r.report_pending, viewStamp: r.view_stamp } : undefined;
     },
