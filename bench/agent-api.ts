@@ -455,6 +455,11 @@ async function main(): Promise<void> {
   }
 }
 
+/** A probe's slowest samples: "1,404 ms in second 3, …". */
+function slowestLine(slowest: Array<{ s: number; ms: number }> | undefined): string {
+  return slowest?.length ? slowest.map((x) => `${ms(x.ms)} in second ${x.s + 1}`).join(', ') : 'none';
+}
+
 /** One way of reading freshness (FreshnessResult: stored, or its `api` half). */
 type FreshnessFigure = FreshnessResult['api'];
 
@@ -482,6 +487,7 @@ function printWindow(w: RateWindow): void {
   const f = w.freshness;
   if (f) log(`  report→stored ${freshnessLatencies(f, '   ')}   (${freshnessCounts(f)})`);
   if (f?.api) log(`  report→read   ${freshnessLatencies(f.api, '   ')}   (through the API's GET of the host; ${freshnessCounts(f.api)})`);
+  if (f) log(`  slowest       stored ${slowestLine(f.slowest)}; read ${slowestLine(f.api?.slowest)} (the second of the window each reply was posted in)`);
   for (const [path, r] of Object.entries(w.refreshes ?? {})) {
     const t = r.transactions;
     const within = r.targets.withinShare === undefined ? '' : `, ${(r.targets.withinShare * 100).toFixed(0)} % within 200 ms`;

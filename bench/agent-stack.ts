@@ -403,12 +403,14 @@ export interface FreshnessResult {
   failures: number;
   unseen: number;
   latencyMs: Percentiles;
+  /** The slowest samples (up to 5, slowest first): when each reply was posted (epoch ms; `s`: seconds into the probe, as the window's seconds) and how long it took to show. */
+  slowest?: Array<{ at: number; s: number; ms: number }>;
   /**
    * The same flip as a person sees it: every other sample is read through the API (GET of the host, as the UI and
    * the CLI read it), not from PostgreSQL. Such a read settles its cluster's pending refresh first, so this is what
    * a reader is shown; the stored figure above is the service's own refresh, unhelped.
    */
-  api: { samples: number; failures: number; unseen: number; latencyMs: Percentiles };
+  api: { samples: number; failures: number; unseen: number; latencyMs: Percentiles; slowest?: Array<{ at: number; s: number; ms: number }> };
 }
 
 /**
@@ -424,10 +426,11 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
   const client = new PgClient({ connectionString: stack.pg.url });
   const connected = client.connect();
   /** Per way of reading the flip: the times taken, replies the API did not take, and flips not seen within the bound. */
-  const stored = { took: [] as number[], failures: 0, unseen: 0 };
-  const api = { took: [] as number[], failures: 0, unseen: 0 };
+  const stored = { took: [] as number[], at: [] as number[], failures: 0, unseen: 0 };
+  const api = { took: [] as number[], at: [] as number[], failures: 0, unseen: 0 };
   let k = 0;
   let running = true;
+  const probeStart = Date.now();
   const statusOf = async (hostId: string, infraEnvId: string) =>
     (
       await client.query({
@@ -469,6 +472,7 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
     const want = before === 'success' ? 'failure' : 'success';
     const body = JSON.stringify({ step_type: 'ntp-synchronizer', step_id: `ntp-bench-${k + 1}`, exit_code: 0, output: JSON.stringify({ ntp_sources: [{ source_name: 'ntp.example.com', source_state: want === 'success' ? 'synced' : 'unreachable' }] }) });
     const t0 = performance.now();
+    const postedAt = Date.now();
     const status = await post(fleet.stepsPaths[i]!, body);
     if (status < 200 || status >= 300) {
       tally.failures++;
@@ -478,6 +482,7 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
     for (;;) {
       if ((await statusNow()) === want) {
         tally.took.push(performance.now() - t0);
+        tally.at.push(postedAt);
         return;
       }
       if (performance.now() - t0 > boundMs) {
@@ -507,7 +512,12 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
       await loop;
       agent.destroy();
       await client.end().catch(() => undefined);
-      const result = (t: typeof stored) => ({ samples: t.took.length, failures: t.failures, unseen: t.unseen, latencyMs: percentiles(t.took) });
+      const slowest = (t: typeof stored) =>
+        t.took
+          .map((ms, i) => ({ at: t.at[i]!, s: Math.floor((t.at[i]! - probeStart) / 1000), ms: Math.round(ms) }))
+          .sort((a, b) => b.ms - a.ms)
+          .slice(0, 5);
+      const result = (t: typeof stored) => ({ samples: t.took.length, failures: t.failures, unseen: t.unseen, latencyMs: percentiles(t.took), slowest: slowest(t) });
       return { ...result(stored), api: result(api) };
     },
   };
