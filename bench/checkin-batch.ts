@@ -10,18 +10,13 @@
  *   node dist/bench/checkin-batch.js [--hosts 2000] [--calls 30000] [--k 3] [--rounds 2]
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { createDb } from '../src/db/database';
 import { CHECK_IN_BATCH_SQL, CHECK_IN_TYPES, checkInValues, createHostsRepo } from '../src/db/hosts-repo';
 import { createInfraEnvsRepo } from '../src/db/infra-envs-repo';
-import { migrateLatest } from '../src/db/migrations';
 import { POLL_LANE_APPLICATION_NAME, PollLane } from '../src/db/poll-lane';
-import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
-import { freePort } from '../src/dev/process-utils';
 import { inventoryFor } from './inventory';
-import { numberFlag, treeCpuSeconds } from './support';
+import { benchDatabase, numberFlag, treeCpuSeconds } from './support';
 
 type Mode = 'one statement each' | 'one batched statement';
 
@@ -30,16 +25,12 @@ async function main(): Promise<void> {
   const calls = Math.floor(numberFlag('calls', 30_000));
   const k = Math.max(1, Math.floor(numberFlag('k', 3)));
   const rounds = Math.floor(numberFlag('rounds', 2));
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'checkin-batch-'));
-  // As root, PostgreSQL runs as its own user and must reach its data folder.
-  chmodSync(dir, 0o755);
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), port: await freePort(), database: 'checkin_batch' });
+  const { dir, pg } = await benchDatabase('checkin-batch');
   try {
     const db = createDb(pg.url, 2);
     const infraEnvId = randomUUID();
     const ids: string[] = [];
     try {
-      await migrateLatest(db);
       await createInfraEnvsRepo(db).insert({ id: infraEnvId, owner: 'bench', name: 'ie', cluster_id: null, pull_secret: null, doc: {} });
       const hosts = createHostsRepo(db);
       for (let i = 0; i < hostCount; i++) {

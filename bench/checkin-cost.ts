@@ -8,28 +8,17 @@
  *
  *   node dist/bench/checkin-cost.js [--calls 20000] [--rounds 2]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import type { PlanCacheMode } from '../src/config';
 import { createDb } from '../src/db/database';
 import { createHostsRepo } from '../src/db/hosts-repo';
-import { migrateLatest } from '../src/db/migrations';
-import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
-import { freePort } from '../src/dev/process-utils';
-import { numberFlag, treeCpuSeconds } from './support';
+import { benchDatabase, numberFlag, treeCpuSeconds } from './support';
 
 async function main(): Promise<void> {
   const calls = Math.floor(numberFlag('calls', 20_000));
   const rounds = Math.floor(numberFlag('rounds', 2));
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'checkin-cost-'));
-  // As root, PostgreSQL runs as its own user and must reach its data folder.
-  chmodSync(dir, 0o755);
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), port: await freePort(), database: 'checkin_cost' });
+  const { dir, pg } = await benchDatabase('checkin-cost');
   try {
-    const setup = createDb(pg.url, 1);
-    await migrateLatest(setup);
-    await setup.destroy();
     // A key with no row: the statement is parsed, planned and run all the same, and no row's growth is measured.
     const key = { infraEnvId: '00000000-0000-4000-8000-000000000001', hostId: '00000000-0000-4000-8000-000000000002' };
     const modes: PlanCacheMode[] = [];
