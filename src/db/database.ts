@@ -144,19 +144,6 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
 const lanes = new WeakMap<Db, PollLane>();
 
 /**
- * A hot statement on the database's poll lane (src/db/poll-lane.ts), as a
- * named prepared statement like hotQuery: its rows, or undefined when the
- * database has no lane or the lane could not run it (then the caller sends
- * its pool statement). The same `query` event as hotQuery's, when sent.
- */
-export async function laneQuery<R>(db: Db, text: string, values: unknown[]): Promise<R[] | undefined> {
-  const lane = lanes.get(db);
-  if (!lane) return undefined;
-  // The event only for a statement the lane sends: one it cannot send (no connection, closed) goes to the pool alone.
-  return lane.query<R>(statementName(text), text, values, () => db.emit('query', { sql: text, bindings: values, method: 'raw' }));
-}
-
-/**
  * One row of a batched statement on the poll lane (PollLane.batched): its
  * answer, or undefined when the database has no lane, the lane could not run
  * it, or no row came back for it (then the caller sends its pool statement).

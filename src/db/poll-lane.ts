@@ -84,7 +84,6 @@ export class PollLane {
       this.logger?.info('poll lane connected again');
     }
     onSend?.();
-    this.gather(client);
     try {
       return (await client.query<R & Record<string, unknown>>({ name, text, values })).rows;
     } catch {
@@ -97,7 +96,7 @@ export class PollLane {
    * or undefined when the lane could not run it or the statement returned no
    * row for it (the caller then uses the pool). The rows given in one turn of
    * the event loop go out as one statement when the turn's I/O callbacks are
-   * done (setImmediate), the moment the turn's single statements are written.
+   * done (setImmediate); pg writes a statement's messages in one write.
    */
   batched<R>(statement: BatchedStatement, row: unknown[]): Promise<R | undefined> {
     if (this.closed || Date.now() < this.retryAt) return Promise.resolve(undefined);
@@ -126,30 +125,6 @@ export class PollLane {
         answers.forEach((answer, i) => answer(byRow.get(i + 1)));
       });
     }
-  }
-
-  /**
-   * The statements of one turn of the event loop go out in one write: the
-   * connection's socket is corked at the first and uncorked when the turn's
-   * I/O callbacks are done (setImmediate). Polls arrive several per turn
-   * under load, and each statement written on its own was a writev of its
-   * own and a wake-up of the backend. In the agent-api mix at 1,700 req/s a
-   * write carried 2.6 statements on average (bench/README.md, 2026-11-29,
-   * fourth session); pg corks and uncorks around each statement itself, and
-   * corks nest, so its own uncork no longer flushes.
-   */
-  private corked = false;
-  private gather(client: Client): void {
-    if (this.corked) return;
-    // pg's Connection keeps its socket as `stream` (public in its API, absent from its types).
-    const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-    if (!stream?.cork || !stream.uncork) return;
-    stream.cork();
-    this.corked = true;
-    setImmediate(() => {
-      this.corked = false;
-      stream.uncork!();
-    });
   }
 
   /** Ends the connection; statements on it still get their answers first. */

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
-import { createDb, laneBatched, laneQuery, type Db } from '../../src/db/database';
+import { createDb, laneBatched, type Db } from '../../src/db/database';
 import { migrateLatest } from '../../src/db/migrations';
 import { createHostsRepo } from '../../src/db/hosts-repo';
 import { createInfraEnvsRepo } from '../../src/db/infra-envs-repo';
@@ -67,7 +67,7 @@ describe('the poll lane', () => {
     // The lane's backend last ran the check-in (pg_stat_activity keeps the first 1 KB of it).
     expect(lanes[0]!.query).toMatch(/^update hosts set\s+checked_in_at = v.c1/);
     // Planned once per connection, as the pool's connections are (src/db/plan-cache-mode.ts).
-    expect(await laneQuery<{ plan_cache_mode: string }>(db, 'show plan_cache_mode', [])).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
+    expect(await laneBatched<{ plan_cache_mode: string }>(db, "select n, current_setting('plan_cache_mode') as plan_cache_mode from unnest($1::int[]) with ordinality as u(c1, n)", 1, [1])).toMatchObject({ plan_cache_mode: 'force_generic_plan' });
     // Each host its own values: the rows of the batch were not mixed up.
     const rows = await other('hosts').whereIn('id', ids).select('id', 'discovery_agent_version', 'agent_timestamp');
     expect(Object.fromEntries(rows.map((r: { id: string; discovery_agent_version: string }) => [r.id, r.discovery_agent_version]))).toEqual(Object.fromEntries(ids.map((id, i) => [id, `v${i}`])));
