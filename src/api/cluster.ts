@@ -35,21 +35,26 @@ const CLUSTER_RES = 'landfall:cluster-metrics-res';
 const GATHER_MS = 2000;
 
 /**
- * The refresher keeps a parsed copy of every host it refreshes (tens of KB
- * each) and replaces entries as facts change, so its heap is a large live set
- * with steady garbage. V8 lets the old generation grow well past the live set
- * between full collections (its factor goes up to 4): at 10,000 hosts its
- * heap swung between ~0.33 and ~0.78 GB, and its RSS followed the peaks,
- * reached only in the second minute of load (bench/soak). A growing factor of 1.5 collects sooner. Even
- * so its old generation kept taking pages while its live size stayed flat
- * (fragmentation: a parsed inventory lives until the host's next report, then
- * leaves a hole): 290 → 350 MB of old space with ~270 MB live in five minutes,
- * RSS +13 MB a minute. Compacting at every full collection keeps it flat
- * (240–247 MB old space, RSS 350–359 MB), for the same API CPU in that soak.
- * The refresher answers no agent, so the collections' time delays a refresh,
- * never a poll.
+ * The refresher keeps a copy of every host it refreshes and replaces entries
+ * as facts change, so its heap is a large live set with steady garbage. V8
+ * lets the old generation grow well past the live set between full
+ * collections (its factor goes up to 4): at 10,000 hosts its heap swung
+ * between ~0.33 and ~0.78 GB, and its RSS followed the peaks, reached only in
+ * the second minute of load (bench/soak). A growing factor of 1.5 collects
+ * sooner.
+ *
+ * No forced compaction: when the copy held every inventory parsed, its old
+ * generation kept taking pages while its live size stayed flat (a parsed
+ * inventory lives until the host's next report, then leaves a hole), RSS +13
+ * MB a minute, and compacting at every full collection was what kept it flat.
+ * The inventories are now kept as text outside V8's heap
+ * (facts-builder.ts KeptInventory), and without compaction the 10-minute soak
+ * held: API RSS +1.9 % (refresher 423 → 441 MB), where compacting collections
+ * cost 160–250 ms each at 5,000 hosts under load and the others 8–60 ms
+ * (bench/README.md, 2026-11-29, seventh session). The refresher answers no
+ * agent: its collections delay a refresh, and a read waiting for one.
  */
-export const REFRESHER_V8_ARGS: readonly string[] = ['--heap-growing-percent=50', '--compact-on-every-full-gc'];
+export const REFRESHER_V8_ARGS: readonly string[] = ['--heap-growing-percent=50'];
 
 type Message = { type?: string; id?: number; metrics?: unknown[]; text?: string };
 

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Inventory } from '../../agent/types';
 import type { ClusterRow, HostRow } from '../db/rows';
 import type { ReleaseCatalogue } from '../domain/releases';
-import { parseJson, type ClusterFacts, type ConnectivityReport, type HostFacts } from '../domain/lifecycle/facts';
+import { parseJson, viewOfInventory, type ClusterFacts, type ConnectivityReport, type HostFacts, type InventoryView } from '../domain/lifecycle/facts';
 
 type Json = Record<string, unknown>;
 
@@ -22,12 +22,78 @@ function parseCached<T>(text: string | null | undefined): T | undefined {
 /**
  * One host's parsed reports, kept by the caller as long as it keeps the host
  * (the refresher's copy of its hosts), each with a digest of the text it was
- * parsed from: a report is parsed again only when its text changed, and the
- * text itself is not kept (keepReports). The shared text-keyed cache above is
- * bounded for every other caller and, with more hosts than its bound,
- * re-parsed every inventory of a cluster at each refresh.
+ * parsed from: a report is parsed again only when its text changed (keepReports).
+ * The inventory is kept as a KeptInventory, the others parsed. The shared
+ * text-keyed cache above is bounded for every other caller and, with more
+ * hosts than its bound, re-parsed every inventory of a cluster at each refresh.
  */
 export type ReportMemo = Map<string, { digest: string; value: unknown }>;
+
+/**
+ * An inventory as the refresher keeps it: the view every refresh reads of
+ * every host (InventoryView), parsed, and the rest as its text in a Buffer,
+ * outside V8's heap. Kept parsed whole, each inventory was ~140 objects and
+ * ~10 KB of the heap, three quarters of what the refresher kept per host, and
+ * its full collections marked and moved all of them: 170–300 ms at 5,000 hosts
+ * on this machine, every ~11 s, each stalling the refreshes in flight
+ * (bench/README.md, 2026-11-29, seventh session). The whole is parsed again
+ * only for a host whose own checks run.
+ *
+ * The parse made when the text was read is handed to the first facts built
+ * from it (takeFresh): the refresh that read a changed inventory is the one
+ * that checks it, and would otherwise parse it twice. Nothing else holds a
+ * parse past the refresh that made it.
+ */
+export class KeptInventory {
+  private constructor(private readonly text: Buffer, readonly view: InventoryView, private fresh: Inventory | undefined) {}
+
+  /** Undefined for a text that is not an inventory (as a parse of it gives nothing). `parsed`: its parse, already made, for the view only. */
+  static of(text: string, parsed?: Inventory): KeptInventory | undefined {
+    const inv = parsed ?? parseJson<Inventory>(text);
+    if (!inv || typeof inv !== 'object') return undefined;
+    return new KeptInventory(Buffer.from(text), viewOfInventory(inv), parsed ? undefined : inv);
+  }
+
+  /** The parse made when the text was read, once; undefined after. */
+  takeFresh(): Inventory | undefined {
+    const inv = this.fresh;
+    this.fresh = undefined;
+    return inv;
+  }
+
+  /** The whole inventory, parsed from the text. */
+  whole(): Inventory {
+    return JSON.parse(this.text.toString('utf8')) as Inventory;
+  }
+}
+
+const KEPT = Symbol('kept inventory');
+type KeptFacts = HostFacts & { [KEPT]: KeptInventory };
+
+const ownInventory = (facts: HostFacts, value: Inventory | undefined) =>
+  Object.defineProperty(facts, 'inventory', { value, writable: true, enumerable: false, configurable: true });
+
+/**
+ * The prototype of facts built from a kept inventory: their `inventory` is
+ * parsed on first read, then is the facts' own value; it is not enumerable,
+ * so a spread of the facts does not parse it. One accessor on one prototype
+ * for all, not one defined on each facts object (which gives each object a
+ * hidden class of its own).
+ */
+const KEPT_FACTS: object = Object.create(Object.prototype, {
+  inventory: {
+    enumerable: false,
+    configurable: true,
+    get(this: KeptFacts) {
+      const value = this[KEPT].whole();
+      ownInventory(this, value);
+      return value;
+    },
+    set(this: KeptFacts, value: Inventory | undefined) {
+      ownInventory(this, value);
+    },
+  },
+});
 
 /** The doc fields holding an agent's report as text that a refresh reads, parsed (hostFacts, freeAddresses). */
 const PARSED_REPORTS = ['connectivity', 'free_addresses', 'ntp_sources', 'disks_info', 'images_status'] as const;
@@ -52,7 +118,7 @@ export function keepReports(inventory: string | null, doc: Json, memo: ReportMem
       return;
     }
     const digest = digestOf(text);
-    if (memo.get(field)?.digest !== digest) memo.set(field, { digest, value: parseJson(text) });
+    if (memo.get(field)?.digest !== digest) memo.set(field, { digest, value: field === 'inventory' ? KeptInventory.of(text) : parseJson(text) });
   };
   take('inventory', inventory);
   for (const f of PARSED_REPORTS) {
@@ -65,7 +131,7 @@ export function keepReports(inventory: string | null, doc: Json, memo: ReportMem
 
 /** A report the caller wrote itself (the service's disk decisions in the inventory), as keepReports would take it. */
 export function rememberReport(memo: ReportMemo, field: string, text: string, value: unknown): void {
-  memo.set(field, { digest: digestOf(text), value });
+  memo.set(field, { digest: digestOf(text), value: field === 'inventory' ? KeptInventory.of(text, value as Inventory | undefined) : value });
 }
 
 function report<T>(h: HostRow, field: string, memo: ReportMemo | undefined): T | undefined {
@@ -87,21 +153,22 @@ export function freeAddresses(h: HostRow, memo?: ReportMemo): Array<{ network: s
  */
 export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding?: ShedEpisode): HostFacts {
   const d = h.doc as Json;
-  const inventory = report<Inventory>(h, 'inventory', memo);
+  const kept = memo ? (memo.get('inventory')?.value as KeptInventory | undefined) : undefined;
+  const inventory = memo ? undefined : report<Inventory>(h, 'inventory', undefined);
   const disks = report<{ io_sync_duration?: number }>(h, 'disks_info', memo);
   const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
-  return {
+  const facts = {
     id: h.id,
     status: h.status,
     day2: d.kind === 'AddToExistingClusterHost',
     role: h.role,
     suggestedRole: h.suggested_role,
     bootstrap: h.bootstrap,
-    hostname: h.requested_hostname ?? inventory?.hostname,
+    hostname: h.requested_hostname ?? (kept ? kept.view.hostname : inventory?.hostname),
     requestedHostname: h.requested_hostname ?? undefined,
-    inventory,
+    view: kept?.view,
     connectivity: report<ConnectivityReport>(h, 'connectivity', memo),
-    ntpSources: report(h, 'ntp_sources', memo),
+    ntpSources: report<HostFacts['ntpSources']>(h, 'ntp_sources', memo),
     imagesStatus: report<{ images?: Array<{ name: string; result: string }> }>(h, 'images_status', memo)?.images ?? undefined,
     diskSyncMs: typeof disks?.io_sync_duration === 'number' ? disks.io_sync_duration : undefined,
     installationDiskId: d.installation_disk_id as string | undefined,
@@ -111,6 +178,12 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding
     agentTimestampS: h.agent_timestamp !== null ? Number(h.agent_timestamp) : undefined,
     serviceTimestampS: checkedIn === undefined ? undefined : Math.floor(checkedIn / 1000),
   };
+  if (!kept) return { ...facts, inventory };
+  // Facts of a kept inventory: its whole parsed on first read (KEPT_FACTS), or the parse made when it was read.
+  const lazy = Object.assign(Object.create(KEPT_FACTS) as KeptFacts, facts, { [KEPT]: kept });
+  const fresh = kept.takeFresh();
+  if (fresh) ownInventory(lazy, fresh);
+  return lazy;
 }
 
 export function clusterFacts(c: ClusterRow, hosts: HostFacts[], releases?: ReleaseCatalogue): ClusterFacts {

@@ -19,7 +19,7 @@ import { remediation, validationsInfo, type ValidationResult } from '../domain/l
 import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { majorityGroupKept, reachDigest } from './connectivity-facts';
 import { ipInCidr } from '../domain/input-rules';
-import { effectiveRole, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
+import { effectiveRole, inventoryView, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
 import { DEFAULT_LIFECYCLE_SETTINGS, type LifecycleSettings } from '../domain/lifecycle/requirements';
 import { clusterFacts, freeAddresses, hostFacts, keepReports, rememberReport, type ReportMemo } from './facts-builder';
@@ -99,6 +99,8 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
   const path = disk ? disk.by_id || disk.path : undefined;
   if (path !== doc.installation_disk_path) diskPatch.installation_disk_path = path;
   facts.inventory = inventory;
+  // A changed disk decision changes the view's eligible disks: derived again from the inventory now held.
+  if (inventory !== before) facts.view = undefined;
   facts.installationDiskId = disk?.id;
   const out: { inventory?: string; doc?: Json } = {};
   // withDiskEligibility returns its input when no disk's decision changed.
@@ -231,15 +233,16 @@ function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): str
 }
 
 /**
- * A host's addressed NICs as text (name, MAC, IPv4 addresses), once per parsed
- * inventory: what peers' checks read of it and what the poll's step view
+ * A host's addressed NICs as text (name, MAC, IPv4 addresses), once per
+ * inventory view: what peers' checks read of it and what the poll's step view
  * shows of it (stepViewStamp).
  */
 const nicsText = new WeakMap<object, string>();
 function addressedNics(f: HostFacts): string {
-  if (!f.inventory) return '';
-  let t = nicsText.get(f.inventory);
-  if (t === undefined) nicsText.set(f.inventory, (t = (f.inventory.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
+  const nics = inventoryView(f)?.interfaces;
+  if (!nics) return '';
+  let t = nicsText.get(nics);
+  if (t === undefined) nicsText.set(nics, (t = nics.filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
   return t;
 }
 
@@ -448,7 +451,7 @@ function stepViewStamp(cluster: ClusterRow, hosts: HostFacts[]): string {
   const h = createHash('sha1').update(JSON.stringify([cluster.name, d.base_dns_domain ?? null, d.additional_ntp_source ?? null, d.machine_networks ?? null]));
   // Only the peers' addressed NICs: an inventory whose memory or disks changed leaves every host's view as it was.
   for (const f of hosts) {
-    if (!f.inventory) continue;
+    if (!inventoryView(f)) continue;
     h.update(`\u0000${f.id}${addressedNics(f)}`);
   }
   return h.digest('base64url').slice(0, 22);

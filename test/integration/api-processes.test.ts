@@ -168,11 +168,9 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   expect(REFRESHER_V8_ARGS.length).toBeGreaterThan(0);
   expect(argv(refresher)).toEqual(expect.arrayContaining([...REFRESHER_V8_ARGS]));
   expect(argv(refresher).some((a) => a.startsWith('--heap-growing-percent='))).toBe(true);
-  expect(argv(refresher)).toContain('--compact-on-every-full-gc');
-  for (const pid of workers) {
-    expect(argv(pid).some((a) => a.startsWith('--heap-growing-percent'))).toBe(false);
-    expect(argv(pid)).not.toContain('--compact-on-every-full-gc');
-  }
+  // No forced compaction: its pauses delayed refreshes, and with the inventories kept outside the heap the soak held without it.
+  expect(argv(refresher)).not.toContain('--compact-on-every-full-gc');
+  for (const pid of workers) expect(argv(pid).some((a) => a.startsWith('--heap-growing-percent'))).toBe(false);
   await refreshRequestTaken();
   process.kill(refresher, 'SIGKILL');
   const refresherAgain = await eventually(async () => {

@@ -166,7 +166,7 @@ describe('the refresher keeps a host\'s reports parsed, not as text', () => {
     await refresh(env);
     expect(await validation(h1, 'ntp-synced')).toBe('success');
     expect(await uncached(env, h1)).toBe('success');
-    // The inventory, kept only parsed, still counts (its checks pass as before).
+    // The inventory, kept as its text and view, still counts (its checks pass as before).
     expect(await validation(h1, 'has-memory-for-role')).toBe('success');
     expect(await validation(h1, 'has-inventory')).toBe('success');
   });

@@ -4,7 +4,7 @@
  * pending-for-input) or `required` (→ insufficient).
  */
 import { cidrsOverlap, ipInCidr } from '../input-rules';
-import { effectiveRole, type ClusterFacts } from './facts';
+import { effectiveRole, inventoryView, type ClusterFacts } from './facts';
 import { deriveMachineNetwork, hostAddressesIn } from './network';
 import type { LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec, type ValidationResult } from './validation-types';
@@ -42,7 +42,7 @@ function vipsValid(id: 'api-vips-valid' | 'ingress-vips-valid', pick: (c: Cluste
       if (!c.machineNetworks.length) return pending('Machine network is not defined yet');
       for (const vip of vips) {
         if (!c.machineNetworks.some((m) => ipInCidr(vip, m))) return fail(`${label} VIP ${vip} does not belong to machine network ${c.machineNetworks.join(', ')}`, { cause: 'vip-outside-machine-network', hint: `choose a free address in ${c.machineNetworks[0]} for the ${label} VIP` });
-        const owner = c.hosts.find((h) => (h.inventory?.interfaces ?? []).some((i) => i.ipv4_addresses.some((a) => a.split('/')[0] === vip)));
+        const owner = c.hosts.find((h) => (inventoryView(h)?.interfaces ?? []).some((i) => i.ipv4_addresses.some((a) => a.split('/')[0] === vip)));
         if (owner) return fail(`${label} VIP ${vip} is already used by host ${owner.hostname ?? owner.id}`, { cause: 'vip-in-use', peers: [{ host_id: owner.id, hostname: owner.hostname, address: vip }], hint: `choose an address no host uses for the ${label} VIP` });
       }
       return ok(`${label} VIPs ${vips.join(', ')} belong to the machine network`);

@@ -3,7 +3,7 @@
  * what agents reported and users set. Built by the refresh use-case from rows;
  * everything downstream is pure.
  */
-import type { Inventory } from '../../../agent/types';
+import type { Interface, Inventory } from '../../../agent/types';
 
 export interface L3Result {
   remote_ip_address: string;
@@ -32,7 +32,15 @@ export interface HostFacts {
   /** requested_hostname, else the inventory's. */
   hostname: string | undefined;
   requestedHostname: string | undefined;
+  /**
+   * The whole inventory. Built by the refresher from its kept copy, it is
+   * parsed on first read and is not enumerable (a spread of the facts does
+   * not parse it): read it for this host's own checks; what every refresh
+   * reads of every host is in inventoryView.
+   */
   inventory: Inventory | undefined;
+  /** The refresher's kept view of the inventory (InventoryView); absent, inventoryView derives it from `inventory`. */
+  view?: InventoryView;
   connectivity: ConnectivityReport | undefined;
   ntpSources: Array<{ source_name: string; source_state: string }> | undefined;
   /** From container-image-availability: each image the install runs, and whether the host could pull it. */
@@ -80,6 +88,48 @@ export function parseJson<T>(text: string | null | undefined): T | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a refresh reads of every host's inventory at every refresh: the
+ * peers' side of host checks, cluster checks, derived networks, suggested
+ * roles, the step view. The refresher keeps this view of each host parsed,
+ * and of the rest only the text (facts-builder KeptInventory): a parsed
+ * inventory is ~140 objects, and the refresher's full collections of
+ * thousands of them were its longest pauses, each a report's refresh held
+ * that long (bench/README.md, 2026-11-29, seventh session).
+ * A check that reads more of a peer's inventory reads it here, after adding it.
+ */
+export interface InventoryView {
+  hostname: string | undefined;
+  cpuCount: number;
+  physicalBytes: number;
+  /** The largest disk eligible for installation as stored (0: none): role ordering. */
+  largestEligibleDiskBytes: number;
+  interfaces: Interface[];
+}
+
+export function viewOfInventory(inv: Inventory): InventoryView {
+  const eligible = inv.disks.filter((d) => d.installation_eligibility.eligible).map((d) => d.size_bytes);
+  return {
+    hostname: inv.hostname,
+    cpuCount: inv.cpu.count,
+    physicalBytes: inv.memory.physical_bytes,
+    largestEligibleDiskBytes: Math.max(0, ...eligible),
+    interfaces: inv.interfaces ?? [],
+  };
+}
+
+const derivedViews = new WeakMap<Inventory, InventoryView>();
+
+/** The host's inventory view: the kept one, else derived from its inventory (once per parsed inventory); undefined without an inventory. */
+export function inventoryView(h: HostFacts): InventoryView | undefined {
+  if (h.view) return h.view;
+  const inv = h.inventory;
+  if (!inv) return undefined;
+  let v = derivedViews.get(inv);
+  if (!v) derivedViews.set(inv, (v = viewOfInventory(inv)));
+  return v;
 }
 
 /** The role a host is checked against: its set role, or the suggestion while auto-assign. */

@@ -4,7 +4,7 @@
  * the peers involved and a hint that says what to do.
  */
 import { cidrsOverlap, hostnameProblem, ipInCidr } from '../input-rules';
-import { CLUSTER_NODE_STATUSES, effectiveRole, type ClusterFacts, type HostFacts, type L3Result } from './facts';
+import { CLUSTER_NODE_STATUSES, effectiveRole, inventoryView, type ClusterFacts, type HostFacts, type L3Result } from './facts';
 import { hostAddressesIn, hostNetworks, majorityGroupCached, reaches } from './network';
 import { isConnected } from './silence';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
@@ -44,7 +44,7 @@ function roleProbes(h: HostFacts, ctx: HostCheckContext): Probe[] {
   let byId = remoteIndex.get(h.connectivity);
   if (!byId) remoteIndex.set(h.connectivity, (byId = new Map(h.connectivity.remote_hosts.map((r) => [r.host_id, r]))));
   const probes = cluster.hosts
-    .filter((p) => p.id !== h.id && p.inventory && effectiveRole(p, cluster) === role)
+    .filter((p) => p.id !== h.id && inventoryView(p) && effectiveRole(p, cluster) === role)
     .flatMap((p) => {
       const remote = byId.get(p.id);
       if (!remote?.l3_connectivity?.length) return [];
@@ -194,7 +194,7 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       if (h.day2) return ok('No majority group check for a host joining an installed cluster (see reaches-cluster-nodes)');
       const cidr = c.machineNetworks[0];
       if (!cidr) return pending('Machine network CIDR is not defined yet');
-      const reporting = c.hosts.filter((x) => x.inventory && hostAddressesIn(x, cidr).length > 0);
+      const reporting = c.hosts.filter((x) => inventoryView(x) && hostAddressesIn(x, cidr).length > 0);
       if (reporting.length < 3) return pending('Waiting for at least three hosts in the machine network');
       if (!h.connectivity) return pending('Waiting for the connectivity report');
       const group = majorityGroupCached(c.hosts, cidr);
@@ -342,11 +342,11 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
       const c = ctx.cluster;
       if (!h.day2 || !c) return ok('Not a host joining an installed cluster');
       if (!h.inventory) return pending('Missing inventory');
-      const nodes = c.hosts.filter((n) => n.id !== h.id && CLUSTER_NODE_STATUSES.includes(n.status) && n.inventory);
+      const nodes = c.hosts.filter((n) => n.id !== h.id && CLUSTER_NODE_STATUSES.includes(n.status) && inventoryView(n));
       if (!nodes.length) return ok('No node addresses are known for this cluster (imported): nothing to probe');
       if (!h.connectivity) return pending('Waiting for the connectivity report');
       // The address each node is reached at: its machine-network address, else any it reported.
-      const addressOf = (n: HostFacts) => c.machineNetworks.flatMap((cidr) => hostAddressesIn(n, cidr))[0] ?? n.inventory!.interfaces.flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!))[0];
+      const addressOf = (n: HostFacts) => c.machineNetworks.flatMap((cidr) => hostAddressesIn(n, cidr))[0] ?? inventoryView(n)!.interfaces.flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!))[0];
       const unreachable = nodes.filter((n) => {
         const probes = h.connectivity!.remote_hosts.find((r) => r.host_id === n.id)?.l3_connectivity ?? [];
         return !probes.some((l) => l.successful && l.remote_ip_address === addressOf(n));

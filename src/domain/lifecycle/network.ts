@@ -5,7 +5,7 @@
  */
 import { ipInCidr } from '../input-rules';
 import { DEFAULT_REQUIREMENTS, type RoleRequirements } from './requirements';
-import type { ClusterFacts, ConnectivityReport, HostFacts } from './facts';
+import { inventoryView, type ClusterFacts, type ConnectivityReport, type HostFacts } from './facts';
 
 /** "192.168.1.20/24" → "192.168.1.0/24" (IPv4; IPv6 kept as given). */
 export function networkOf(cidrAddress: string): string {
@@ -21,27 +21,30 @@ export function networkOf(cidrAddress: string): string {
 const networksCache = new WeakMap<object, string[]>();
 
 export function hostNetworks(h: HostFacts): string[] {
-  if (!h.inventory) return [];
-  let out = networksCache.get(h.inventory);
-  if (!out) networksCache.set(h.inventory, (out = [...new Set((h.inventory.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map(networkOf)))]));
+  const nics = inventoryView(h)?.interfaces;
+  if (!nics) return [];
+  let out = networksCache.get(nics);
+  if (!out) networksCache.set(nics, (out = [...new Set(nics.flatMap((i) => i.ipv4_addresses.map(networkOf)))]));
   return out;
 }
 
 /*
- * Memoised on the parsed report, not on the facts object: the refresher keeps
- * a host's parsed inventory and connectivity report from one refresh to the
- * next while their text is unchanged (facts-builder ReportMemo), so a cluster
- * refresh recomputes these only for the hosts that reported.
+ * Memoised on the parsed report (the inventory view's interfaces), not on the
+ * facts object: the refresher keeps a host's inventory view and connectivity
+ * report from one refresh to the next while their text is unchanged
+ * (facts-builder ReportMemo), so a cluster refresh recomputes these only for
+ * the hosts that reported.
  */
 const addressCache = new WeakMap<object, Map<string, string[]>>();
 
 /** The host's addresses inside `cidr`; memoised per inventory, since refresh asks for every pair of hosts. */
 export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
-  if (!h.inventory) return [];
-  let perCidr = addressCache.get(h.inventory);
-  if (!perCidr) addressCache.set(h.inventory, (perCidr = new Map()));
+  const nics = inventoryView(h)?.interfaces;
+  if (!nics) return [];
+  let perCidr = addressCache.get(nics);
+  if (!perCidr) addressCache.set(nics, (perCidr = new Map()));
   let out = perCidr.get(cidr);
-  if (!out) perCidr.set(cidr, (out = (h.inventory.interfaces ?? []).flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr))));
+  if (!out) perCidr.set(cidr, (out = nics.flatMap((i) => i.ipv4_addresses.map((a) => a.split('/')[0]!)).filter((ip) => ipInCidr(ip, cidr))));
   return out;
 }
 
@@ -135,23 +138,16 @@ export function vipSuggestions(freeByHost: Array<Array<{ network: string; free_a
 }
 
 /** The ordering weight of reference §8: smallest sufficient hosts become control plane first. */
-const weightCache = new WeakMap<object, number>();
-
 export function roleWeight(h: HostFacts): number {
-  const inv = h.inventory;
-  if (!inv) return Number.POSITIVE_INFINITY;
-  let w = weightCache.get(inv);
-  if (w === undefined) {
-    const disk = Math.max(0, ...inv.disks.filter((d) => d.installation_eligibility.eligible).map((d) => d.size_bytes)) / 1024 ** 3;
-    weightCache.set(inv, (w = inv.cpu.count - 4 + 0.1 * (inv.memory.physical_bytes / 1024 ** 3 - 16) + 0.004 * (disk - 100)));
-  }
-  return w;
+  const v = inventoryView(h);
+  if (!v) return Number.POSITIVE_INFINITY;
+  return v.cpuCount - 4 + 0.1 * (v.physicalBytes / 1024 ** 3 - 16) + 0.004 * (v.largestEligibleDiskBytes / 1024 ** 3 - 100);
 }
 
 /** Against the master requirements in force (HOST_REQUIREMENTS_FILE may lower or raise them), the defaults otherwise. */
 export function meetsMaster(h: HostFacts, req: RoleRequirements = DEFAULT_REQUIREMENTS.master): boolean {
-  const inv = h.inventory;
-  return Boolean(inv && inv.cpu.count >= req.cpuCores && inv.memory.physical_bytes / 1024 ** 2 >= req.ramMib * 0.98 - 100);
+  const v = inventoryView(h);
+  return Boolean(v && v.cpuCount >= req.cpuCores && v.physicalBytes / 1024 ** 2 >= req.ramMib * 0.98 - 100);
 }
 
 /**
@@ -179,7 +175,7 @@ export function suggestRoles(cluster: ClusterFacts, masterReq: RoleRequirements 
   };
   for (const h of auto) if (h.suggestedRole === 'master') place(h);
   for (const h of auto) if (!out.has(h.id)) place(h);
-  for (const h of auto) if (!out.has(h.id)) out.set(h.id, h.inventory ? 'worker' : 'auto-assign');
+  for (const h of auto) if (!out.has(h.id)) out.set(h.id, inventoryView(h) ? 'worker' : 'auto-assign');
   return out;
 }
 
