@@ -301,8 +301,8 @@ interface KeptValidation {
  * refreshes (REFRESH_CACHE_HOSTS); a process that only refreshes now and then
  * (a serving process settling a person's read, the worker taking what the
  * API left) keeps few (setRefreshCacheHosts), since a host's entry (its
- * inventory and doc, parsed) is tens of kilobytes and at 20,000 hosts each
- * such process held gigabytes it seldom used.
+ * inventory's text and view, its doc and reports) is ~17 KB and at 20,000
+ * hosts each such process held hundreds of megabytes it seldom used.
  */
 export const REFRESH_CACHE_HOSTS = 30_000;
 /** The bound of a process that refreshes only now and then: twenty 50-host clusters. */
@@ -350,9 +350,12 @@ function dropOldest(count: number): void {
 }
 
 /**
- * A host's entry is ~100 KB of heap with the bench's 10.9 KB inventories, so
- * 30,000 hosts would not fit V8's default heap (4 GB here) and the process
- * would die of it. Every HEAP_CHECK_EVERY entries stored, the process's heap
+ * A host's entry is 8 KB of heap with the bench's inventories (their ~9 KB
+ * text is kept outside the heap) and 33 KB with 50-host connectivity reports
+ * (`node --expose-gc dist/bench/refresh-cost.js [--connectivity]`); with
+ * larger reports or clusters the copy could outgrow V8's heap limit and the
+ * process die of it. Every
+ * HEAP_CHECK_EVERY entries stored, the process's heap
  * is looked at, and above HEAP_SHARE of its limit the oldest eighth of the
  * copy is dropped: a dropped host is read again when next refreshed, never
  * answered wrongly. (Heap in use counts garbage not yet collected, so this
