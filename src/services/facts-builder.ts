@@ -91,6 +91,8 @@ const KEPT_FACTS: object = Object.create(Object.prototype, {
     },
     set(this: KeptFacts, value: Inventory | undefined) {
       ownInventory(this, value);
+      // An inventory assigned (a disk decision) is not the kept one: the view is derived from it from now on.
+      this.view = undefined;
     },
   },
 });
@@ -180,7 +182,9 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding
   };
   if (!kept) return { ...facts, inventory };
   // Facts of a kept inventory: its whole parsed on first read (KEPT_FACTS), or the parse made when it was read.
-  const lazy = Object.assign(Object.create(KEPT_FACTS) as KeptFacts, facts, { [KEPT]: kept });
+  const lazy = Object.assign(Object.create(KEPT_FACTS) as KeptFacts, facts);
+  // Not enumerable: a spread of the facts copies neither the kept inventory nor the getter (its `inventory` is undefined).
+  Object.defineProperty(lazy, KEPT, { value: kept, enumerable: false });
   const fresh = kept.takeFresh();
   if (fresh) ownInventory(lazy, fresh);
   return lazy;

@@ -123,7 +123,7 @@ describe('the refresher keeps its copy of a cluster\'s hosts current', () => {
   });
 });
 
-describe('the refresher keeps a host\'s reports parsed, not as text', () => {
+describe('the refresher keeps a host\'s reports parsed and its inventory as text with a parsed view', () => {
   const ntp = (env: Env, hostId: string, state: string) =>
     agents.postStepReply(ctx, agent(env.infraEnvId), env.infraEnvId, hostId, {
       step_type: 'ntp-synchronizer',

@@ -70,8 +70,18 @@ describe('the refresher\'s kept inventory', () => {
   it('decides what facts from the stored row decide: every check, roles and networks', () => {
     const rows = [0, 1, 2, 3, 4].map((i) => row(i));
     const fromRows = decisions(rows.map((r) => hostFacts(r, NOW)));
-    const fromKept = decisions(rows.map((r) => keptFacts(r)));
+    const memos = rows.map((): ReportMemo => new Map());
+    const fromKept = decisions(rows.map((r, i) => keptFacts(r, memos[i])));
     expect(fromKept).toEqual(fromRows);
+    // A later refresh, nothing read again: each host's own checks parse its kept text.
+    const whole = jest.spyOn(KeptInventory.prototype, 'whole');
+    try {
+      const fromCopy = decisions(rows.map((r, i) => hostFacts({ ...r, inventory: null, doc: {} }, NOW, memos[i])));
+      expect(fromCopy).toEqual(fromRows);
+      expect(whole).toHaveBeenCalledTimes(rows.length);
+    } finally {
+      whole.mockRestore();
+    }
     // Not vacuous: the small host fails its hardware checks and is not suggested master.
     expect(fromRows.hosts[4]!.find((r) => r.id === 'has-min-cpu-cores')!.status).toBe('failure');
     expect(fromRows.roles).toContainEqual([rows[4]!.id, 'worker']);
@@ -123,12 +133,13 @@ describe('the refresher\'s kept inventory', () => {
     try {
       const copy = { ...facts, status: 'insufficient' };
       expect(Object.keys(copy)).not.toContain('inventory');
+      expect(Object.getOwnPropertySymbols(copy)).toEqual([]);
       expect(inventoryView(copy)).toBe(facts.view);
       expect(whole).not.toHaveBeenCalled();
       // The disk decision assigns the inventory it changed: that one is read after, and the view derived from it.
       const changed = { ...(JSON.parse(row(2).inventory!) as Inventory), hostname: 'renamed' };
       facts.inventory = changed;
-      facts.view = undefined;
+      expect(facts.view).toBeUndefined();
       expect(facts.inventory).toBe(changed);
       expect(inventoryView(facts)!.hostname).toBe('renamed');
       expect(whole).not.toHaveBeenCalled();
