@@ -106,7 +106,8 @@ export interface InventoryView {
   physicalBytes: number;
   /** The largest disk eligible for installation as stored (0: none): role ordering. */
   largestEligibleDiskBytes: number;
-  interfaces: Interface[];
+  /** Each NIC's name, MAC and IPv4 addresses: what peers' checks, networks and the step view read of a NIC. */
+  interfaces: Array<Pick<Interface, 'name' | 'mac_address' | 'ipv4_addresses'>>;
 }
 
 export function viewOfInventory(inv: Inventory): InventoryView {
@@ -116,7 +117,7 @@ export function viewOfInventory(inv: Inventory): InventoryView {
     cpuCount: inv.cpu.count,
     physicalBytes: inv.memory.physical_bytes,
     largestEligibleDiskBytes: Math.max(0, ...eligible),
-    interfaces: inv.interfaces ?? [],
+    interfaces: (inv.interfaces ?? []).map((i) => ({ name: i.name, mac_address: i.mac_address, ipv4_addresses: i.ipv4_addresses ?? [] })),
   };
 }
 
