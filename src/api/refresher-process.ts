@@ -39,14 +39,9 @@ import { joinApiCluster } from './cluster';
  * (bench/agent-api, 5,000 hosts, 1,700 req/s, 60 s windows, two rounds in one
  * session): poll p99 548/337 ms at nice 0 against 122/56 ms at nice 10;
  * report → stored p50 873/456 against 114/117 ms, p99 3,287/2,658 against
- * 2,365/677 ms; PostgreSQL 0.53 against 0.35 ms per request. Nice 10 then;
- * nice 5 since the refresher's collections are short (its inventories kept
- * outside V8's heap): alternating, two rounds, report → stored p99 140/206 ms
- * at nice 5 against 278/609 ms at nice 10, read 187/135 against 163/241 ms,
- * poll p99 30/30 against 26/77 ms (bench/README.md, 2026-11-29, seventh
- * session).
+ * 2,365/677 ms; PostgreSQL 0.53 against 0.35 ms per request.
  */
-export const REFRESHER_NICE = 5;
+export const REFRESHER_NICE = 10;
 
 /**
  * Every thread of this process below the serving processes, not only the
