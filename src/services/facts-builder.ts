@@ -91,7 +91,8 @@ const KEPT_FACTS: object = Object.create(Object.prototype, {
     },
     set(this: KeptFacts, value: Inventory | undefined) {
       ownInventory(this, value);
-      // An inventory assigned (a disk decision) is not the kept one: the view is derived from it from now on.
+      // An inventory assigned before any read is not the kept one: the view is derived from it from now on. (Once read,
+      // `inventory` is the facts' own value and this setter no longer runs: refresh-service's decideDisks clears the view itself.)
       this.view = undefined;
     },
   },

@@ -37,7 +37,7 @@ export function hostNetworks(h: HostFacts): string[] {
  */
 const addressCache = new WeakMap<object, Map<string, string[]>>();
 
-/** The host's addresses inside `cidr`; memoised per inventory, since refresh asks for every pair of hosts. */
+/** The host's addresses inside `cidr`; memoised per inventory view, since refresh asks for every pair of hosts. */
 export function hostAddressesIn(h: HostFacts, cidr: string): string[] {
   const nics = inventoryView(h)?.interfaces;
   if (!nics) return [];
