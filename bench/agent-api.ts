@@ -26,7 +26,7 @@ import { repoRoot, sleep } from '../src/dev/process-utils';
 import { formatSummary, summarizeCpuProfile, type ProfileSummary } from './cpuprofile-summary';
 import type { ClosedResult, OpenResult } from './agent-load';
 import { cpuShare, findKnee, nextBisectRate, parseRates, secondsLine, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
-import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type Stack } from './agent-stack';
+import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type SlowSample, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
 
 // ---- the target from the issue: 100,000 hosts polling every 60 s, p99 under 50 ms; report → visible p99 under 200 ms.
@@ -456,8 +456,9 @@ async function main(): Promise<void> {
 }
 
 /** A probe's slowest samples: "1,404 ms in second 3, …". */
-function slowestLine(slowest: Array<{ s: number; ms: number }> | undefined): string {
-  return slowest?.length ? slowest.map((x) => `${ms(x.ms)} in second ${x.s + 1}`).join(', ') : 'none';
+function slowestLine(slowest: SlowSample[] | undefined): string {
+  const parts = (x: SlowSample) => (x.postMs === undefined ? '' : ` (post ${ms(x.postMs)}, ${x.reads} read${x.reads === 1 ? '' : 's'}, longest ${ms(x.readMs ?? 0)})`);
+  return slowest?.length ? slowest.map((x) => `${ms(x.ms)} in second ${x.s + 1}${parts(x)}`).join(', ') : 'none';
 }
 
 /** One way of reading freshness (FreshnessResult: stored, or its `api` half). */

@@ -397,6 +397,19 @@ export function rssSampler(stack: Stack, everyMs = 1000): { peak: () => { apiKb:
 }
 
 // ---- freshness: agent report → validations stored
+/**
+ * One slow sample and where its time went: the reply's own POST (`postMs`), how many reads it took to see the flip,
+ * and the longest of them (`readMs`; a read through the API settles the cluster, waiting for a refresh in flight).
+ */
+export interface SlowSample {
+  at: number;
+  s: number;
+  ms: number;
+  postMs?: number;
+  reads?: number;
+  readMs?: number;
+}
+
 export interface FreshnessResult {
   samples: number;
   /** Replies the API did not take (non-2xx or transport error), and flips not seen within the bound. */
@@ -404,13 +417,13 @@ export interface FreshnessResult {
   unseen: number;
   latencyMs: Percentiles;
   /** The slowest samples (up to 5, slowest first): when each reply was posted (epoch ms; `s`: seconds into the probe, as the window's seconds) and how long it took to show. */
-  slowest?: Array<{ at: number; s: number; ms: number }>;
+  slowest?: Array<SlowSample>;
   /**
    * The same flip as a person sees it: every other sample is read through the API (GET of the host, as the UI and
    * the CLI read it), not from PostgreSQL. Such a read settles its cluster's pending refresh first, so this is what
    * a reader is shown; the stored figure above is the service's own refresh, unhelped.
    */
-  api: { samples: number; failures: number; unseen: number; latencyMs: Percentiles; slowest?: Array<{ at: number; s: number; ms: number }> };
+  api: { samples: number; failures: number; unseen: number; latencyMs: Percentiles; slowest?: Array<SlowSample> };
 }
 
 /**
@@ -426,8 +439,8 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
   const client = new PgClient({ connectionString: stack.pg.url });
   const connected = client.connect();
   /** Per way of reading the flip: the times taken, replies the API did not take, and flips not seen within the bound. */
-  const stored = { took: [] as number[], at: [] as number[], failures: 0, unseen: 0 };
-  const api = { took: [] as number[], at: [] as number[], failures: 0, unseen: 0 };
+  const stored = { took: [] as number[], at: [] as number[], parts: [] as Array<{ postMs: number; reads: number; readMs: number }>, failures: 0, unseen: 0 };
+  const api = { took: [] as number[], at: [] as number[], parts: [] as Array<{ postMs: number; reads: number; readMs: number }>, failures: 0, unseen: 0 };
   let k = 0;
   let running = true;
   const probeStart = Date.now();
@@ -478,11 +491,19 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
       tally.failures++;
       return;
     }
+    const postMs = performance.now() - t0;
     const statusNow = viaApi ? () => statusViaApi(hostId, infraEnvId) : () => statusOf(hostId, infraEnvId);
+    let reads = 0;
+    let readMs = 0;
     for (;;) {
-      if ((await statusNow()) === want) {
+      const r0 = performance.now();
+      const seen = (await statusNow()) === want;
+      reads++;
+      readMs = Math.max(readMs, performance.now() - r0);
+      if (seen) {
         tally.took.push(performance.now() - t0);
         tally.at.push(postedAt);
+        tally.parts.push({ postMs, reads, readMs });
         return;
       }
       if (performance.now() - t0 > boundMs) {
@@ -514,7 +535,7 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
       await client.end().catch(() => undefined);
       const slowest = (t: typeof stored) =>
         t.took
-          .map((ms, i) => ({ at: t.at[i]!, s: Math.floor((t.at[i]! - probeStart) / 1000), ms: Math.round(ms) }))
+          .map((ms, i) => ({ at: t.at[i]!, s: Math.floor((t.at[i]! - probeStart) / 1000), ms: Math.round(ms), postMs: Math.round(t.parts[i]!.postMs), reads: t.parts[i]!.reads, readMs: Math.round(t.parts[i]!.readMs) }))
           .sort((a, b) => b.ms - a.ms)
           .slice(0, 5);
       const result = (t: typeof stored) => ({ samples: t.took.length, failures: t.failures, unseen: t.unseen, latencyMs: percentiles(t.took), slowest: slowest(t) });

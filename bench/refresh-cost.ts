@@ -11,6 +11,7 @@
  *   npm run build && node dist/bench/refresh-cost.js [--hosts 50] [--clusters 1] [--rounds 2000] [--connectivity] [--batch N]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof dist/bench/refresh-cost.js --no-pg-cpu   # and bench/cpuprofile-summary
  *   node --expose-gc dist/bench/refresh-cost.js --clusters 20 --rounds 200   # also the heap each cached host holds
+ *   node dist/bench/refresh-cost.js --cold --rounds 200   # with no copy of the hosts kept: a serving process settling a person's read
  *
  * --connectivity also gives every host a full-mesh connectivity report, and
  * each round's reply is then a connectivity report with new latencies (the
@@ -61,6 +62,9 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   const batch = numberFlag('batch', REFRESH_BATCH_TARGETS);
   // Under --cpu-prof: the per-round reads of PostgreSQL's CPU from /proc were nearly half of the profile.
   const noPgCpu = process.argv.includes('--no-pg-cpu');
+  // No copy of the hosts kept between refreshes: every refresh reads and validates its clusters' hosts from the rows,
+  // as a process that refreshes only now and then does for a cluster it has not refreshed lately.
+  const cold = process.argv.includes('--cold');
   const user: Principal = { kind: 'admin', user: 'root' };
   const fleet: Array<{ clusterId: string; infraEnvId: string; agent: Principal; ids: string[] }> = [];
   for (let k = 0; k < clusterCount; k++) {
@@ -102,6 +106,7 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
     await reply(r % hosts, r + 1);
     await drainRefreshRequests(ctx, Infinity, undefined, 0, 1, batch);
   }
+  if (cold) setRefreshCacheHosts(0);
   let cpu = 0;
   let pgCpu = 0;
   let refreshStatements = 0;
@@ -140,7 +145,7 @@ runServiceBench('refresh-cost', async ({ ctx, db, pgPid: postmaster }) => {
   }
   const per = (x: number) => fmtNum(x / refreshed, 2);
   process.stdout.write(
-    `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes, batches of up to ${batch}\n` +
+    `refresh-cost: ${clusterCount} cluster(s) of ${hosts} hosts, ${rounds} rounds (${withConnectivity ? 'connectivity' : 'inventory'} replies), ${refreshed} refreshes, batches of up to ${batch}${cold ? ', no copy of the hosts kept (--cold)' : ''}\n` +
       `per refresh: API CPU ${per(cpu)} ms, PostgreSQL CPU ${per(pgCpu)} ms, ${per(refreshStatements)} statements; drain wall p50 ${fmtNum(wall[Math.floor(rounds / 2)]!, 2)} ms, p99 ${fmtNum(wall[Math.floor(rounds * 0.99)]!, 2)} ms\n` +
       heapLine,
   );
