@@ -53,6 +53,8 @@ export const ENV_SCHEMA = z.object({
   API_PROCESS_ROLE: z.enum(['serve', 'refresh']).optional(),
   // The agent's poll and step reply answered ahead of Express (src/api/agent-fast-path.ts); same answers, less CPU.
   API_AGENT_FAST_PATH: z.enum(['true', 'false']).default('true'),
+  // Compile the OpenAPI validator for every operation when a serving process starts (src/api/openapi/validator-warmup.ts).
+  API_WARM_VALIDATORS: z.enum(['true', 'false']).default('true'),
   // Past these, an API process turns agents' requests away with 503 + Retry-After (src/api/admission.ts); 0: no limit.
   // Agent requests in flight in the process (replies and registrations at half), and the wait of its oldest poll.
   API_AGENT_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100000).default(1000),
@@ -173,7 +175,7 @@ export interface Config {
   log: { level: string; format: 'json' | 'pretty' };
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
-  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
+  api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; warmValidators: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
   database: { url: string | undefined; poolMax: number; planCacheMode: PlanCacheMode; pollLane: boolean; embeddedPort: number };
   temporal: {
     address: string;
@@ -282,6 +284,7 @@ export function parseConfig(
       processes: e.API_PROCESSES ?? availableParallelism(),
       role: e.API_PROCESS_ROLE ?? 'serve',
       agentFastPath: e.API_AGENT_FAST_PATH === 'true',
+      warmValidators: e.API_WARM_VALIDATORS === 'true',
       admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS, maxLoopLagMs: e.API_AGENT_MAX_LOOP_LAG_MS },
       keepAliveTimeoutMs: e.API_KEEP_ALIVE_TIMEOUT_MS,
     },
@@ -351,6 +354,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     // Each worker's own: never handed on (the primary sets it per fork).
     API_PROCESS_ROLE: undefined,
     API_AGENT_FAST_PATH: String(c.api.agentFastPath),
+    API_WARM_VALIDATORS: String(c.api.warmValidators),
     API_AGENT_MAX_IN_FLIGHT: String(c.api.admission.maxInFlight),
     API_AGENT_MAX_POLL_WAIT_MS: String(c.api.admission.maxPollWaitMs),
     API_AGENT_MAX_LOOP_LAG_MS: String(c.api.admission.maxLoopLagMs),

@@ -18,6 +18,7 @@ import { BASE_PATH } from './assisted/presenters';
 import { LANDFALL_API_BASE, loadOpenApiDocument, splitOpenApiDocument } from './openapi/spec';
 import { insightsRoutes } from './landfall/insights.routes';
 import { cacheValidatorRouteMatchers } from './openapi/route-matcher-cache';
+import { isWarmup, stopWarmup, unlessWarmup } from './openapi/validator-warmup';
 import { unvalidatedRoutes } from './openapi/unvalidated-routes';
 import { requestShape } from './openapi/request-shape';
 import { lazyRequestLogger, requestForLog, requestId } from './request-context';
@@ -57,7 +58,7 @@ export function createApp(deps: ApiDeps): Express {
     autoLogging: { ignore: (req) => unlogged(req.url) },
   });
   app.use((req, res, next) => {
-    if (!unlogged(req.url)) return httpLogger(req, res, next);
+    if (!unlogged(req.url) && !isWarmup(req)) return httpLogger(req, res, next);
     // What pino-http gives a request it does not log (its id, X-Request-Id, a request-bound req.log for the
     // error handler), without building that child logger on every poll: only if something logs.
     const id = requestId(req, res);
@@ -79,7 +80,8 @@ export function createApp(deps: ApiDeps): Express {
     });
   }
   // A self-check writes a row, starts a workflow and stores an object: a user's token is needed as for the API.
-  app.use('/api/landfall/v1', authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }]), selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal }));
+  // (Mounted ahead of the validator of Landfall's own operations: the validator's warm-up passes it over.)
+  app.use('/api/landfall/v1', unlessWarmup(authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }])), unlessWarmup(selfCheckRoutes({ selfChecks: deps.selfChecks, temporal: deps.temporal })));
   // Landfall's own operations in the OpenAPI document (path-level server /api/landfall): validated like the rest.
   app.use(
     LANDFALL_API_BASE,
@@ -93,6 +95,7 @@ export function createApp(deps: ApiDeps): Express {
       // The self-checks above are not in the document; anything else under /api/landfall is a 404 from the validator.
       ignoreUndocumented: false,
     }),
+    stopWarmup,
   );
   app.use('/api/landfall/v1', authenticate(deps.authType, deps.services.signer, [{ userAuth: [] }]), insightsRoutes(deps.services));
   // Presigned image downloads (not part of the OpenAPI document): before its validator.
@@ -133,6 +136,7 @@ export function createApp(deps: ApiDeps): Express {
       ignorePaths: unvalidated,
       ignoreUndocumented: false,
     }),
+    stopWarmup,
   );
   // After the validator: a request that carries req.openapi is one the validator takes as matched.
   app.use(unvalidatedRoutes(spec as never, BASE_PATH, unvalidated));

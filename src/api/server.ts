@@ -13,6 +13,8 @@ import { createApp } from './app';
 import { agentFastPath } from './agent-fast-path';
 import { agentAdmission, ADMISSION_RETRY_AFTER_S } from './admission';
 import { loadOpenApiDocument } from './openapi/spec';
+import { warmValidators, type WarmupSummary } from './openapi/validator-warmup';
+import { BASE_PATH } from './assisted/presenters';
 import { startRefresher } from '../services/refresh-queue';
 import { OCCASIONAL_REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../services/refresh-service';
 import { clusterMetricsText, isApiWorker, joinApiCluster } from './cluster';
@@ -20,6 +22,8 @@ import { clusterMetricsText, isApiWorker, joinApiCluster } from './cluster';
 export interface RunningApi {
   server: Server;
   url: string;
+  /** Every operation's request validation compiled (validator-warmup.ts); a process started elsewhere (tests' replicas) has none here. */
+  warmed?: Promise<WarmupSummary | undefined>;
   close(): Promise<void>;
 }
 
@@ -90,10 +94,14 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   // Catalogued base images are fetched now rather than by the first person who downloads an ISO: by one
   // process of a cluster (the first worker), not by each (every process would fetch the same files).
   if (!isApiWorker() || cluster.worker?.id === 1) services.baseImages.warm(logger);
+  // Every operation's request validation compiled now, not in a person's first call of it (validator-warmup.ts).
+  const warmed = cfg.api.warmValidators ? warmValidators(app, loadOpenApiDocument(), BASE_PATH, logger) : undefined;
   return {
     server,
     url,
+    warmed,
     async close() {
+      await warmed;
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -31,10 +31,11 @@ export interface ApiHarness {
 /**
  * For an API started inside the test process: it shares its event loop with the test runner, whose own stalls
  * (compiling a module on its first import, a loaded CI machine) are not the service's lateness. Admission's time
- * gauges are off there (its in-flight limit stays); test/integration/admission.test.ts tests them. Every test
- * that calls startApi in-process spreads this into its config.
+ * gauges are off there (its in-flight limit stays); test/integration/admission.test.ts tests them. So is the
+ * validator's warm-up (~1.5 s of compiling in the test runner's process; test/integration/validator-warmup.test.ts
+ * tests it, and every spawned `landfall api` runs it). Every test that calls startApi in-process spreads this into its config.
  */
-export const IN_PROCESS_API_ENV = { API_AGENT_MAX_LOOP_LAG_MS: '0', API_AGENT_MAX_POLL_WAIT_MS: '0' } as const;
+export const IN_PROCESS_API_ENV = { API_AGENT_MAX_LOOP_LAG_MS: '0', API_AGENT_MAX_POLL_WAIT_MS: '0', API_WARM_VALIDATORS: 'false' } as const;
 
 export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?: Record<string, string> } = {}): Promise<ApiHarness> {
   const pg = await startTestPostgres(`api_${Math.random().toString(36).slice(2, 8)}`);
