@@ -282,7 +282,11 @@ describe('landfall dev with the S3 backend on a real MinIO', () => {
       const ie = ((await post.json()) as { id: string }).id;
       const { url } = (await (await fetch(`${base}/infra-envs/${ie}/downloads/image-url`)).json()) as { url: string };
       const res = await fetch(url);
-      expect(res.status).toBe(200);
+      // On failure, what the service said and logged (a 503 here once, in a CI run, with nothing else to go on).
+      if (res.status !== 200) {
+        const logged = stack.output().split('\n').filter((l) => /base image|"level":(40|50)|\b(WARN|ERROR)\b/.test(l)).slice(-20).join('\n');
+        throw new Error(`the discovery ISO download answered ${res.status}: ${(await res.text()).slice(0, 500)}\nthe stack's warnings and errors:\n${logged}`);
+      }
       const body = Buffer.from(await res.arrayBuffer());
       const file = path.join(tempDir('stack-iso'), 'minimal.iso');
       writeFileSync(file, body);
