@@ -439,8 +439,9 @@ export function freshnessProbe(stack: Stack, fleet: Fleet, hostsPerCluster: numb
   const client = new PgClient({ connectionString: stack.pg.url });
   const connected = client.connect();
   /** Per way of reading the flip: the times taken, replies the API did not take, and flips not seen within the bound. */
-  const stored = { took: [] as number[], at: [] as number[], parts: [] as Array<{ postMs: number; reads: number; readMs: number }>, failures: 0, unseen: 0 };
-  const api = { took: [] as number[], at: [] as number[], parts: [] as Array<{ postMs: number; reads: number; readMs: number }>, failures: 0, unseen: 0 };
+  const newTally = () => ({ took: [] as number[], at: [] as number[], parts: [] as Array<{ postMs: number; reads: number; readMs: number }>, failures: 0, unseen: 0 });
+  const stored = newTally();
+  const api = newTally();
   let k = 0;
   let running = true;
   const probeStart = Date.now();
