@@ -16,8 +16,9 @@ import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDAT
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
 import { remediation, validationsInfo, type ValidationResult } from '../domain/lifecycle/validation-types';
-import { deriveMachineNetwork, hostNetworks, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
+import { deriveMachineNetwork, hostNetworks, knownMajorityGroup, suggestRoles, vipSuggestions } from '../domain/lifecycle/network';
 import { majorityGroupKept, reachDigest } from './connectivity-facts';
+import { addressedNics, derivedFor, forgetDerived, keepDerived, networkInputs } from './cluster-network-memo';
 import { ipInCidr } from '../domain/input-rules';
 import { effectiveRole, inventoryView, type ClusterFacts, type HostFacts } from '../domain/lifecycle/facts';
 import { chooseInstallationDisk, withDiskEligibility } from '../domain/inventory';
@@ -189,7 +190,7 @@ function recordHost(ctx: ServiceContext, plan: HostPlan, move: HostMove | undefi
  * When the user gave VIPs but no machine network, the machine network is the
  * host network that contains the API VIP (what AS calls the calculated CIDR).
  */
-function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network: string; free_addresses: string[] }>>): Json | undefined {
+function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network: string; free_addresses: string[] }>>): { patch: Json | undefined; groups: Array<[string, string[]]> } {
   const patch: Json = {};
   if (!c.machineNetworks.length && !c.userManagedNetworking && c.apiVips[0]) {
     const nets = [...new Set(c.hosts.flatMap(hostNetworks))];
@@ -208,7 +209,7 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
   const vips = target ? vipSuggestions(free, target) : [];
   const suggestions = JSON.stringify({ machine_network: target ?? null, api_vip: vips[0] ?? null, ingress_vip: vips[1] ?? null });
   if (suggestions !== doc.network_suggestions) patch.network_suggestions = suggestions;
-  return Object.keys(patch).length ? patch : undefined;
+  return { patch: Object.keys(patch).length ? patch : undefined, groups: Object.entries(groups) };
 }
 
 /**
@@ -230,20 +231,6 @@ function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): str
   const silence = connected ? 'c' : f.sinceCheckInMs === undefined ? 'never' : `${Math.round(f.sinceCheckInMs / 1000)}/${Math.round((f.excusedSilenceMs ?? 0) / 1000)}`;
   const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? '' : String(f.agentTimestampS - f.serviceTimestampS);
   return JSON.stringify([String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock]);
-}
-
-/**
- * A host's addressed NICs as text (name, MAC, IPv4 addresses), once per
- * inventory view: what peers' checks read of it and what the poll's step view
- * shows of it (stepViewStamp).
- */
-const nicsText = new WeakMap<object, string>();
-function addressedNics(f: HostFacts): string {
-  const nics = inventoryView(f)?.interfaces;
-  if (!nics) return '';
-  let t = nicsText.get(nics);
-  if (t === undefined) nicsText.set(nics, (t = nics.filter((i) => i.ipv4_addresses?.length).map((i) => `\u0001${i.name}\u0001${i.mac_address}\u0001${i.ipv4_addresses.join(',')}`).join('')));
-  return t;
 }
 
 /**
@@ -320,6 +307,14 @@ export function setRefreshCacheHosts(hosts: number): void {
  * of a refresh's CPU (four per host, fifty hosts).
  */
 const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
+/**
+ * The two timestamps a refresh reads, as epoch milliseconds: pg parses a
+ * timestamptz's text field by field (postgres-date), ~4 % of the refresher's
+ * CPU at two per host and fifty hosts a refresh; a float becomes the same
+ * Date (to the millisecond, as pg's parse) for a fraction of that.
+ */
+const EPOCH_MS_COLUMNS = ['checked_in_at', 'created_at'] as const;
+const LIGHT_SELECT = REFRESH_COLUMNS.map((c) => ((EPOCH_MS_COLUMNS as readonly string[]).includes(c) ? `(extract(epoch from ${c}) * 1000)::float8 as ${c}` : c)).join(', ');
 const heavyCache = new Map<string, CachedHost>();
 /**
  * The refresh's reads, as fixed texts run without knex's builder (hotQuery):
@@ -327,7 +322,7 @@ const heavyCache = new Map<string, CachedHost>();
  * (bench/refresh-cost, profiled). One shape for one cluster or many (array
  * parameters); (cluster_id, id) order is each cluster's id order.
  */
-const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
+const LIGHT_HOSTS_SQL = `select ${LIGHT_SELECT} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
 // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
 const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest($1::uuid[], $2::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id';
 /**
@@ -389,6 +384,9 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 /** The hosts of these clusters (light columns always, large ones only where this process's copy is stale), by cluster, each in id order. */
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
   const light = await hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, LIGHT_HOSTS_SQL, [clusterIds]);
+  for (const r of light as Array<Record<(typeof EPOCH_MS_COLUMNS)[number], Date | number | null>>) {
+    for (const c of EPOCH_MS_COLUMNS) if (r[c] !== null) r[c] = new Date(r[c] as number);
+  }
   // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
   // Each row's key is made once (the rows are hundreds per batch).
   const keys = light.map(cacheKey);
@@ -534,11 +532,23 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   const clusterId = cluster.id;
   const now = ctx.now().getTime();
   const hostList = read.hosts.map((r) => hostFacts(r.row, now, r.entry.memo, read.shedding));
-  const stamp = stepViewStamp(cluster, hostList);
-  if (stamp !== cluster.step_view_stamp) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
-  const facts = clusterFacts(cluster, hostList, ctx.releases);
-  const derived = deriveNetworks(facts, cluster.doc as Json, read.hosts.map((r) => freeAddresses(r.row, r.entry.memo)));
-  if (derived) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived } }, trx);
+  // The stamp and networks as derived from the same inputs at an earlier refresh that changed neither (cluster-network-memo.ts).
+  const inputs = networkInputs(cluster, hostList, read.hosts.map((r) => r.entry.memo.get('free_addresses')?.digest));
+  const known = derivedFor(clusterId, inputs);
+  let facts: ClusterFacts;
+  if (known) {
+    facts = clusterFacts(cluster, hostList, ctx.releases);
+    for (const [cidr, group] of known) knownMajorityGroup(facts.hosts, cidr, group);
+  } else {
+    const stamp = stepViewStamp(cluster, hostList);
+    const stampMoved = stamp !== cluster.step_view_stamp;
+    if (stampMoved) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
+    facts = clusterFacts(cluster, hostList, ctx.releases);
+    const derived = deriveNetworks(facts, cluster.doc as Json, read.hosts.map((r) => freeAddresses(r.row, r.entry.memo)));
+    if (derived.patch) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived.patch } }, trx);
+    if (stampMoved || derived.patch) forgetDerived(clusterId);
+    else keepDerived(clusterId, inputs, derived.groups);
+  }
   for (const [id, role] of suggestRoles(facts, settings.requirements.master)) hostList.find((h) => h.id === id)!.suggestedRole = role;
   const shared = sharedInputs(facts);
   const hosts = read.hosts.map(({ row, entry }, i) => {
