@@ -307,14 +307,6 @@ export function setRefreshCacheHosts(hosts: number): void {
  * of a refresh's CPU (four per host, fifty hosts).
  */
 const REFRESH_COLUMNS = HOST_LIGHT_COLUMNS.filter((c) => c !== 'status_updated_at' && c !== 'updated_at' && c !== 'discovery_agent_version');
-/**
- * The two timestamps a refresh reads, as epoch milliseconds: pg parses a
- * timestamptz's text field by field (postgres-date), ~4 % of the refresher's
- * CPU at two per host and fifty hosts a refresh; a float becomes the same
- * Date (to the millisecond, as pg's parse) for a fraction of that.
- */
-const EPOCH_MS_COLUMNS = ['checked_in_at', 'created_at'] as const;
-const LIGHT_SELECT = REFRESH_COLUMNS.map((c) => ((EPOCH_MS_COLUMNS as readonly string[]).includes(c) ? `(extract(epoch from ${c}) * 1000)::float8 as ${c}` : c)).join(', ');
 const heavyCache = new Map<string, CachedHost>();
 /**
  * The refresh's reads, as fixed texts run without knex's builder (hotQuery):
@@ -322,7 +314,7 @@ const heavyCache = new Map<string, CachedHost>();
  * (bench/refresh-cost, profiled). One shape for one cluster or many (array
  * parameters); (cluster_id, id) order is each cluster's id order.
  */
-const LIGHT_HOSTS_SQL = `select ${LIGHT_SELECT} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
+const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
 // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
 const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest($1::uuid[], $2::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id';
 /**
@@ -384,9 +376,6 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 /** The hosts of these clusters (light columns always, large ones only where this process's copy is stale), by cluster, each in id order. */
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
   const light = await hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, LIGHT_HOSTS_SQL, [clusterIds]);
-  for (const r of light as Array<Record<(typeof EPOCH_MS_COLUMNS)[number], Date | number | null>>) {
-    for (const c of EPOCH_MS_COLUMNS) if (r[c] !== null) r[c] = new Date(r[c] as number);
-  }
   // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
   // Each row's key is made once (the rows are hundreds per batch).
   const keys = light.map(cacheKey);
