@@ -7,7 +7,7 @@
  * second or so, and most reports change nothing a network is derived from
  * (a memory size, a disk, a clock): each refresh still hashed every host's
  * NICs twice and walked every host's networks (bench/refresh-cost, profiled:
- * stepViewStamp and deriveNetworks were ~9 % of the refresher's CPU, all for
+ * stepViewStamp and deriveNetworks were 8.6 % of its busy time, all for
  * answers it already had). Each input's text is made once per parsed report
  * (WeakMaps on the report), so the key is fifty short concatenations.
  *
