@@ -524,15 +524,14 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   // The stamp and networks as derived from the same inputs at an earlier refresh that changed neither (cluster-network-memo.ts).
   const inputs = networkInputs(cluster, hostList, read.hosts.map((r) => r.entry.memo.get('free_addresses')?.digest));
   const known = derivedFor(clusterId, inputs);
-  let facts: ClusterFacts;
+  // The facts read nothing the stamp's write below changes.
+  const facts = clusterFacts(cluster, hostList, ctx.releases);
   if (known) {
-    facts = clusterFacts(cluster, hostList, ctx.releases);
     for (const [cidr, group] of known) knownMajorityGroup(facts.hosts, cidr, group);
   } else {
     const stamp = stepViewStamp(cluster, hostList);
     const stampMoved = stamp !== cluster.step_view_stamp;
     if (stampMoved) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
-    facts = clusterFacts(cluster, hostList, ctx.releases);
     const derived = deriveNetworks(facts, cluster.doc as Json, read.hosts.map((r) => freeAddresses(r.row, r.entry.memo)));
     if (derived.patch) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived.patch } }, trx);
     if (stampMoved || derived.patch) forgetDerived(clusterId);
