@@ -17,6 +17,7 @@ import { drainRefreshRequests, requestRefresh } from '../../src/services/refresh
 import { derivationsRun, forgetDerived } from '../../src/services/cluster-network-memo';
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
+import { smallInventory } from '../support/small-inventory';
 
 let t: TestServiceContext;
 let db: Db;
@@ -31,8 +32,6 @@ afterAll(async () => {
   await t?.stop();
 });
 
-const inventory = (name: string, ip: string, memGiB = 32) =>
-  JSON.stringify({ hostname: name, cpu: { count: 8 }, memory: { physical_bytes: memGiB * 1024 ** 3 }, disks: [{ id: `/dev/disk/by-id/${name}`, name: 'sda', path: '/dev/sda', drive_type: 'SSD', size_bytes: 200e9 }], interfaces: [{ name: 'eth0', mac_address: `52:54:00:00:01:${ip.split('.')[3]}`, ipv4_addresses: [`${ip}/24`] }] });
 
 let step = 0;
 async function reply(f: { infraEnvId: string; agent: Principal }, id: string, stepType: string, output: string) {
@@ -46,7 +45,7 @@ async function cluster(n: number) {
   for (let i = 0; i < n; i++) {
     const id = randomUUID();
     await agents.registerHost(ctx, f.agent, ie.id, { host_id: id });
-    await reply(f, id, 'inventory', inventory(`nm${i}`, `10.45.0.${10 + i}`));
+    await reply(f, id, 'inventory', smallInventory(`nm${i}`, `10.45.0.${10 + i}`));
     await reply(f, id, 'free-network-addresses', JSON.stringify([{ network: '10.45.0.0/24', free_addresses: ['10.45.0.200', '10.45.0.201', '10.45.0.202'] }]));
     f.ids.push(id);
   }
@@ -82,7 +81,7 @@ describe("a cluster's derived networks, kept with their inputs", () => {
     expect(before.suggestions.machine_network).toBe('10.45.0.0/24');
     const derivations = derivationsRun();
     const version = (await db('hosts').where({ id: f.ids[1] }).first('facts_version'))!.facts_version;
-    await reply(f, f.ids[1]!, 'inventory', inventory('nm1', '10.45.0.11', 48));
+    await reply(f, f.ids[1]!, 'inventory', smallInventory('nm1', '10.45.0.11', 48));
     await drainRefreshRequests(ctx);
     expect(derivationsRun()).toBe(derivations);
     // The report was stored and refreshed for (its write and the refresh's each move the facts version).
@@ -95,7 +94,7 @@ describe("a cluster's derived networks, kept with their inputs", () => {
     const f = await cluster(3);
     const before = await derived(f.clusterId);
     // Every host moves to another network, one report at a time; the last report moves the majority.
-    for (const [i, id] of f.ids.entries()) await reply(f, id, 'inventory', inventory(`nm${i}`, `10.46.0.${10 + i}`));
+    for (const [i, id] of f.ids.entries()) await reply(f, id, 'inventory', smallInventory(`nm${i}`, `10.46.0.${10 + i}`));
     await drainRefreshRequests(ctx);
     const after = await derived(f.clusterId);
     expect(after.stamp).not.toBe(before.stamp);

@@ -17,6 +17,7 @@ import { drainRefreshRequests } from '../../src/services/refresh-queue';
 import { forgetViews, viewHint } from '../../src/services/poll-memo';
 import { startTestServiceContext, type TestServiceContext } from '../support/service-context';
 import { PULL_SECRET } from '../support/api-harness';
+import { smallInventory } from '../support/small-inventory';
 
 let t: TestServiceContext;
 let db: Db;
@@ -38,8 +39,6 @@ afterAll(async () => {
   await t?.stop();
 });
 
-const inventory = (name: string, ip: string) =>
-  JSON.stringify({ hostname: name, cpu: { count: 8 }, memory: { physical_bytes: 32 * 1024 ** 3 }, disks: [{ id: `/dev/disk/by-id/${name}`, name: 'sda', path: '/dev/sda', drive_type: 'SSD', size_bytes: 200e9 }], interfaces: [{ name: 'eth0', mac_address: `52:54:00:00:01:${ip.split('.')[3]}`, ipv4_addresses: [`${ip}/24`] }] });
 
 /** A cluster of n hosts, each with its inventory, refreshed (so they are past discovering and the view is stamped). */
 async function cluster(n: number) {
@@ -50,7 +49,7 @@ async function cluster(n: number) {
   for (let i = 0; i < n; i++) {
     const id = randomUUID();
     await agents.registerHost(ctx, agent, ie.id, { host_id: id });
-    await agents.postStepReply(ctx, agent, ie.id, id, { step_type: 'inventory', step_id: `inventory-${i}`, output: inventory(`pp${i}`, `10.44.0.${10 + i}`) });
+    await agents.postStepReply(ctx, agent, ie.id, id, { step_type: 'inventory', step_id: `inventory-${i}`, output: smallInventory(`pp${i}`, `10.44.0.${10 + i}`) });
     ids.push(id);
   }
   await drainRefreshRequests(ctx);
@@ -123,7 +122,7 @@ describe('a poll planned before its check-in', () => {
     // A third host joins through another process: its refresh moves the stamp; this process's hint is older.
     const id = randomUUID();
     await agents.registerHost(ctx, f.agent, f.infraEnvId, { host_id: id });
-    await agents.postStepReply(ctx, f.agent, f.infraEnvId, id, { step_type: 'inventory', step_id: 'inventory-late', output: inventory('late', '10.44.0.99') });
+    await agents.postStepReply(ctx, f.agent, f.infraEnvId, id, { step_type: 'inventory', step_id: 'inventory-late', output: smallInventory('late', '10.44.0.99') });
     await drainRefreshRequests(ctx);
     const stamp = (await db('clusters').where({ id: f.clusterId }).first('step_view_stamp'))!.step_view_stamp;
     expect(stamp).not.toBe(hint.viewStamp);
