@@ -11,7 +11,9 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runChaos, stopChaos } from './chaos-lab';
-import { numberFlag, watchdog } from './support';
+import { checkOptions, numberFlag, watchdog } from './support';
+
+checkOptions('usage: node dist/bench/chaos.js [--clusters 30] [--victims 3] [--concurrency 4] [--kills 4] [--deadline-minutes 90] [--seed TEXT]', { numbers: ['clusters', 'victims', 'concurrency', 'kills', 'deadline-minutes'], strings: ['seed'] });
 
 async function main(): Promise<void> {
   // Ctrl-C stops what the run started (PostgreSQL, Temporal, api, workers, fleets), then exits.

@@ -16,7 +16,9 @@ import { CHECK_IN_BATCH_SQL, CHECK_IN_TYPES, checkInValues, createHostsRepo } fr
 import { createInfraEnvsRepo } from '../src/db/infra-envs-repo';
 import { POLL_LANE_APPLICATION_NAME, PollLane } from '../src/db/poll-lane';
 import { inventoryFor } from './inventory';
-import { benchDatabase, numberFlag, treeCpuSeconds } from './support';
+import { benchDatabase, checkOptions, numberFlag, treeCpuSeconds } from './support';
+
+checkOptions('usage: node dist/bench/checkin-batch.js [--hosts 2000] [--calls 30000] [--k 3] [--rounds 2]', { numbers: ['hosts', 'calls', 'k', 'rounds'] });
 
 type Mode = 'one statement each' | 'one batched statement';
 

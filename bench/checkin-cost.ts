@@ -12,7 +12,9 @@ import { rmSync } from 'node:fs';
 import type { PlanCacheMode } from '../src/config';
 import { createDb } from '../src/db/database';
 import { createHostsRepo } from '../src/db/hosts-repo';
-import { benchDatabase, numberFlag, treeCpuSeconds } from './support';
+import { benchDatabase, checkOptions, numberFlag, treeCpuSeconds } from './support';
+
+checkOptions('usage: node dist/bench/checkin-cost.js [--calls 20000] [--rounds 2]', { numbers: ['calls', 'rounds'] });
 
 async function main(): Promise<void> {
   const calls = Math.floor(numberFlag('calls', 20_000));

@@ -11,8 +11,10 @@
 import http from 'node:http';
 import { populate, startStack } from './agent-stack';
 import { BASE_PATH } from '../src/api/assisted/presenters';
-import { numberFlag } from './support';
+import { checkOptions, numberFlag } from './support';
 import { sleep } from '../src/dev/process-utils';
+
+checkOptions('usage: node dist/bench/first-reads.js [--processes 1] [--reads 4]', { numbers: ['processes', 'reads'] });
 
 const ZERO = '00000000-0000-4000-8000-000000000000';
 

@@ -17,7 +17,9 @@ import { rmSync } from 'node:fs';
 import { createDb } from '../src/db/database';
 import { createInsightsRepo } from '../src/db/insights-repo';
 import { computeInsights, type InsightsEvent } from '../src/domain/insights';
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { benchDatabase, checkOptions, numberFlag, watchdog } from './support';
+
+checkOptions('usage: node dist/bench/insights.js [--clusters 1000] [--hosts 5]', { numbers: ['clusters', 'hosts'] });
 
 const CLUSTERS = numberFlag('clusters', 1000);
 const HOSTS = numberFlag('hosts', 5);

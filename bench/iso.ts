@@ -14,7 +14,9 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { buildSyntheticLiveIso } from '../test/support/live-iso';
 import { freePort, repoRoot, stopProcess, waitForPort } from '../src/dev/process-utils';
-import { apiCaller, benchDatabase, numberFlag, rssMb, watchdog } from './support';
+import { apiCaller, benchDatabase, checkOptions, numberFlag, rssMb, watchdog } from './support';
+
+checkOptions('usage: node dist/bench/iso.js [--size-mb 512] [--parallel 20]', { numbers: ['size-mb', 'parallel'] });
 
 /**
  * A download by curl, the client a person or a provisioning script would use

@@ -9,12 +9,14 @@
  * simulated (the agent's simulated executor makes their inventories and full
  * connectivity reports). Targets: report → visible p99 under 200 ms.
  */
-import { apiCaller, benchDatabase, numberFlag, watchdog } from './support';
+import { apiCaller, benchDatabase, checkOptions, numberFlag, watchdog } from './support';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { SimulatedExecutor, SimulatedNetwork, simulatedIdentity } from '../agent/executors/simulated';
 import { loadProfile } from '../agent/profiles';
 import { freePort, repoRoot, stopProcess, waitForPort } from '../src/dev/process-utils';
+
+checkOptions('usage: node dist/bench/lifecycle.js [--hosts 100] [--samples 200] [--cpu-prof]', { numbers: ['hosts', 'samples'], switches: ['cpu-prof'] });
 
 const arg = numberFlag;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;

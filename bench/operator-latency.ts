@@ -28,7 +28,9 @@ import { startLocalApiserver } from '../src/operator/local-apiserver';
 import { installCrds } from '../src/operator/operator';
 import { RT } from '../src/operator/resources';
 import { applyObjects, readKustomization } from '../test/support/kube-apply';
-import { benchDatabase, numberFlag, watchdog } from './support';
+import { benchDatabase, checkOptions, numberFlag, watchdog } from './support';
+
+checkOptions('usage: node dist/bench/operator-latency.js [--hosts 60] [--ramp-seconds 30] [--verbose]', { numbers: ['hosts', 'ramp-seconds'], switches: ['verbose'] });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -22,7 +22,9 @@ import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort } from '../src/dev/process-utils';
 import { LeanPool } from './lean-http';
 import { treeCpuSeconds } from './proc-stats';
-import { numberFlag, postmasterPid, stringFlag } from './support';
+import { checkOptions, numberFlag, postmasterPid, stringFlag } from './support';
+
+checkOptions('usage: node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20]', { numbers: ['seconds'], strings: ['rates'], switches: ['generator'] });
 
 const ROWS = 5000;
 

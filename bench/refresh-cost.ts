@@ -29,9 +29,11 @@ import * as clusters from '../src/services/clusters-service';
 import * as infraEnvs from '../src/services/infra-envs-service';
 import { drainRefreshRequests, REFRESH_BATCH_TARGETS, requestRefresh } from '../src/services/refresh-queue';
 import { REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../src/services/refresh-service';
-import { fmtNum, numberFlag, treeCpuSeconds } from './support';
+import { checkOptions, fmtNum, numberFlag, treeCpuSeconds } from './support';
 import { runServiceBench } from './service-bench';
 import { inventoryFor } from './inventory';
+
+checkOptions('usage: node dist/bench/refresh-cost.js [--hosts 50] [--clusters 1] [--rounds 2000] [--batch N] [--connectivity] [--cold] [--no-pg-cpu]', { numbers: ['hosts', 'clusters', 'rounds', 'batch'], switches: ['connectivity', 'cold', 'no-pg-cpu'] });
 
 const GIB = 1024 ** 3;
 const PULL_SECRET = JSON.stringify({ auths: { 'quay.io': { auth: 'eDp5' } } });

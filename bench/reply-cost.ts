@@ -25,9 +25,11 @@ import * as infraEnvs from '../src/services/infra-envs-service';
 import { drainRefreshRequests } from '../src/services/refresh-queue';
 import { SimulatedExecutor, SimulatedNetwork } from '../agent/executors/simulated';
 import { loadProfile } from '../agent/profiles';
-import { fmtNum, numberFlag, treeCpuSeconds } from './support';
+import { checkOptions, fmtNum, numberFlag, treeCpuSeconds } from './support';
 import { runServiceBench } from './service-bench';
 import { inventoryFor } from './inventory';
+
+checkOptions('usage: node dist/bench/reply-cost.js [--hosts 50] [--rounds 3000] [--lz4 | --uncompressed]', { numbers: ['hosts', 'rounds'], switches: ['lz4', 'uncompressed'] });
 
 const PULL_SECRET = JSON.stringify({ auths: { 'quay.io': { auth: 'eDp5' } } });
 /** The address inventoryFor gives host i on its first NIC. */

@@ -11,10 +11,62 @@ import { freePort, repoRoot, sleep, stopProcess } from '../src/dev/process-utils
 import { createDb } from '../src/db/database';
 import { migrateLatest } from '../src/db/migrations';
 
-/** `--name N` from the command line, or the default. */
+/** `--name N` from the command line, or the default (checkOptions has made sure N is a number). */
 export function numberFlag(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+}
+
+/** The options a benchmark reads: those that take a number, those that take text, and bare switches. */
+export interface OptionSpec {
+  numbers?: readonly string[];
+  strings?: readonly string[];
+  switches?: readonly string[];
+}
+
+/**
+ * What is wrong with a command line for these options (undefined: nothing):
+ * an option the benchmark does not read, a number option without a number, a
+ * text option without its text, or a word that is no option's value.
+ */
+export function optionProblem(argv: readonly string[], spec: OptionSpec): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const name = a.startsWith('--') ? a.slice(2) : undefined;
+    if (name === undefined) return `unexpected argument "${a}"`;
+    if (spec.switches?.includes(name)) continue;
+    const value = argv[i + 1];
+    if (spec.numbers?.includes(name)) {
+      if (value === undefined || value.trim() === '' || !Number.isFinite(Number(value))) return `--${name} takes a number${value === undefined ? '' : `, not "${value}"`}`;
+      i++;
+      continue;
+    }
+    if (spec.strings?.includes(name)) {
+      if (value === undefined || value.startsWith('--')) return `--${name} takes a value`;
+      i++;
+      continue;
+    }
+    return `unknown option ${a}`;
+  }
+  return undefined;
+}
+
+/**
+ * Checks the command line before a benchmark starts: `--help` prints its
+ * usage; a mistyped option (`--round 200`) or a number option without a
+ * number stops it with its usage, where it used to run minutes with the
+ * defaults and print figures for a run nobody asked for.
+ */
+export function checkOptions(usage: string, spec: OptionSpec, argv: readonly string[] = process.argv.slice(2)): void {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${usage.trim()}\n`);
+    process.exit(0);
+  }
+  const problem = optionProblem(argv, spec);
+  if (problem) {
+    process.stderr.write(`${problem}\n${usage.trim()}\n`);
+    process.exit(2);
+  }
 }
 
 /** Bounds a benchmark: it exits by itself even if something it waits for never comes. */
