@@ -56,8 +56,9 @@ export const REFRESH_CHANNEL = 'landfall_refresh';
  *   p99 158 / 243 against 384 / 331 ms; report → read p99 117 / 104 against
  *   137 / 132 ms; the refresher's CPU the same (0.36–0.40 core) for ~9 % more
  *   refreshes;
- * - 20,000 hosts: stored p50 45 / 39 against 76 / 72 ms, p99 364 / 422
- *   against 489 / 586 ms; polls and reads within the runs' spread;
+ * - 20,000 hosts, three pairs: stored p50 45 / 39 / 37 against 76 / 72 /
+ *   76 ms, p99 364 / 422 / 414 against 489 / 586 / 527 ms; polls and reads
+ *   moved both ways, within the runs' spread;
  * - a boot storm of 2,000 hosts (bench/boot-storm): settled 0.76 / 0.62 s
  *   after the last inventory against 0.86 / 1.06 s, API CPU per host 3.43 /
  *   3.58 against 3.75 / 3.61 ms.

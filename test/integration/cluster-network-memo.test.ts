@@ -32,7 +32,6 @@ afterAll(async () => {
   await t?.stop();
 });
 
-
 let step = 0;
 async function reply(f: { infraEnvId: string; agent: Principal }, id: string, stepType: string, output: string) {
   await agents.postStepReply(ctx, f.agent, f.infraEnvId, id, { step_type: stepType, step_id: `${stepType}-${++step}`, output });

@@ -39,7 +39,6 @@ afterAll(async () => {
   await t?.stop();
 });
 
-
 /** A cluster of n hosts, each with its inventory, refreshed (so they are past discovering and the view is stamped). */
 async function cluster(n: number) {
   const c = await clusters.createCluster(ctx, user, { name: `pp${n}-${randomUUID().slice(0, 4)}`, openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' });

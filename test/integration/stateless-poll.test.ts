@@ -29,7 +29,6 @@ afterAll(async () => {
   await a?.stop();
 });
 
-
 it('hands out a repeating step once across two API processes, and afresh after a new registration', async () => {
   const c = (await call('POST', `${a.base}/clusters`, { body: { name: 'two-apis', openshift_version: '1.31', pull_secret: PULL_SECRET, base_dns_domain: 'example.com' } })).body;
   const ie = (await call('POST', `${a.base}/infra-envs`, { body: { name: 'two-apis-ie', pull_secret: PULL_SECRET, cluster_id: c.id } })).body;
