@@ -265,6 +265,8 @@ export function freshnessP99Cell(f: { samples: number; latencyMs: { p99: number 
 export interface RefreshReading {
   ages: Record<string, ServiceHistogram>;
   transactions: Record<string, ServiceHistogram>;
+  /** The API processes' collection pauses, by "role/kind" (empty from a tree without the metric). */
+  gc: Record<string, ServiceHistogram>;
 }
 
 /** The service's refresh histograms now; undefined when /metrics does not answer or has none (an older tree). */
@@ -274,7 +276,9 @@ export async function readRefreshMetrics(stack: Stack): Promise<RefreshReading |
     if (!r.ok) return undefined;
     const text = await r.text();
     const ages = parseHistograms(text, 'landfall_refresh_request_age_seconds', 'path');
-    return Object.keys(ages).length ? { ages, transactions: parseHistograms(text, 'landfall_refresh_transaction_duration_seconds', 'path') } : undefined;
+    return Object.keys(ages).length
+      ? { ages, transactions: parseHistograms(text, 'landfall_refresh_transaction_duration_seconds', 'path'), gc: parseHistograms(text, 'landfall_process_gc_pause_seconds', ['role', 'kind']) }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -289,6 +293,33 @@ export function refreshesBetween(before: RefreshReading, after: RefreshReading, 
   const ages = histogramsBetween(before.ages, after.ages, 0.2);
   const tx = histogramsBetween(before.transactions, after.transactions, 0.05);
   return Object.fromEntries(Object.entries(ages).map(([path, a]) => [path, { seconds, targets: a, transactions: tx[path] }]));
+}
+
+/** A pause this long or longer is counted apart: a refresh or a poll in flight waits it out. */
+const LONG_GC_S = 0.05;
+
+/**
+ * A window's collection pauses, by process role (summed over the processes of
+ * a role): how many of each kind a second, their total as a share of the
+ * window (of one process's time: two serving processes pausing 3 % each show
+ * 6 %), how many were 50 ms or longer, and the longest as its bucket bound.
+ */
+export function gcBetween(before: RefreshReading, after: RefreshReading, seconds: number) {
+  const out: Record<string, { perSecond: Record<string, number>; pausedShare: number; longCount: number; longestAtMostMs: number }> = {};
+  for (const [key, h] of Object.entries(after.gc)) {
+    const [role, kind] = key.split('/') as [string, string];
+    const b = before.gc[key];
+    const count = h.count - (b?.count ?? 0);
+    if (count <= 0) continue;
+    const r = (out[role] ??= { perSecond: {}, pausedShare: 0, longCount: 0, longestAtMostMs: 0 });
+    r.perSecond[kind] = count / seconds;
+    r.pausedShare += (h.sum - (b?.sum ?? 0)) / seconds;
+    const inBucket = (le: number) => (h.buckets.find((x) => x.le === le)?.count ?? 0) - (b?.buckets.find((x) => x.le === le)?.count ?? 0);
+    r.longCount += count - inBucket(LONG_GC_S);
+    const first = h.buckets.find((x) => inBucket(x.le) >= count);
+    r.longestAtMostMs = Math.max(r.longestAtMostMs, first ? first.le * 1000 : Infinity);
+  }
+  return out;
 }
 
 // ---- the load generator child

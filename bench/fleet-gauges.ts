@@ -188,16 +188,21 @@ export function parseServiceTimes(metricsText: string): Record<string, ServiceHi
   return parseHistograms(metricsText, 'landfall_agent_request_duration_seconds', 'operation');
 }
 
-/** A histogram of a /metrics text by the values of one of its labels (series without that label are left out). */
-export function parseHistograms(metricsText: string, metric: string, label: string): Record<string, ServiceHistogram> {
+/**
+ * A histogram of a /metrics text by the values of one of its labels (series
+ * without that label are left out); with several labels, by their values
+ * joined with '/', in the order given.
+ */
+export function parseHistograms(metricsText: string, metric: string, label: string | readonly string[]): Record<string, ServiceHistogram> {
+  const names = typeof label === 'string' ? [label] : label;
   const out: Record<string, ServiceHistogram> = {};
   const line = new RegExp(`^${metric}_(bucket|count|sum)\\{([^}]*)\\}\\s+([0-9.eE+-]+)$`);
   for (const raw of metricsText.split('\n')) {
     const m = line.exec(raw.trim());
     if (!m) continue;
     const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
-    const op = labels[label];
-    if (!op) continue;
+    if (names.some((n) => !labels[n])) continue;
+    const op = names.map((n) => labels[n]).join('/');
     const h = (out[op] ??= { buckets: [], count: 0, sum: 0 });
     if (m[1] === 'count') h.count = Number(m[3]);
     else if (m[1] === 'sum') h.sum = Number(m[3]);

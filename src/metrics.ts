@@ -5,6 +5,7 @@
  * in the request path (stage durations, registration → known) are histograms
  * of this process.
  */
+import { PerformanceObserver, constants as perf } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database';
 
@@ -18,6 +19,7 @@ export const PROCESS_LOCAL_METRICS: readonly string[] = [
   'landfall_process_resident_memory_bytes',
   'landfall_process_heap_used_bytes',
   'landfall_process_cpu_seconds_total',
+  'landfall_process_gc_pause_seconds',
   'landfall_host_install_stage_duration_seconds',
   'landfall_host_registration_to_known_seconds',
   // src/api/agent-fast-path.ts (FAST_PATH_METRIC)
@@ -48,6 +50,44 @@ export interface MetricsPort {
   refreshed(path: RefreshPath, requestAgesSeconds: number[], transactionSeconds: number): void;
 }
 
+/** A collection's kind as Node reports it (perf_hooks gc entries' detail.kind), as the metric labels it. */
+const GC_KINDS: Record<number, string> = {
+  [perf.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perf.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perf.NODE_PERFORMANCE_GC_WEAKCB]: 'weak_callbacks',
+};
+
+let gcPauses: Histogram<'role' | 'kind'> | undefined;
+
+/**
+ * This process's collection pauses (the main thread stopped for V8's
+ * collector), by kind. One histogram and one observer per process, however
+ * many registries show it (tests make many). Why it is exported: the
+ * refresher's collections stall every refresh in flight, and a window whose
+ * report → validations tail went long is told from one where the CPU was
+ * short only by seeing them (bench/agent-api prints them by process role).
+ */
+function gcPauseHistogram(role: string): Histogram<'role' | 'kind'> {
+  if (gcPauses) return gcPauses;
+  const h = new Histogram({
+    name: 'landfall_process_gc_pause_seconds',
+    help: "Pauses of this process's main thread for garbage collection, by process role and collection kind",
+    labelNames: ['role', 'kind'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [],
+  });
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = GC_KINDS[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      h.observe({ role, kind }, e.duration / 1000);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  gcPauses = h;
+  return h;
+}
+
 export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; countRequest: () => void } {
   const registry = new Registry();
   // prom-client's default Node metrics include gauges named *_total, which promtool rejects; export the two that matter.
@@ -72,6 +112,7 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
       this.set({ role }, process.memoryUsage().heapUsed);
     },
   });
+  registry.registerMetric(gcPauseHistogram(role));
   new Counter({
     name: 'landfall_process_cpu_seconds_total',
     help: 'CPU time (user + system) used by this process',

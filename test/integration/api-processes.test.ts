@@ -194,6 +194,11 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   const rss = Number(/^landfall_process_resident_memory_bytes (\d+)$/m.exec(text)![1]);
   const each = workers.map((pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024);
   expect(rss).toBeGreaterThan(Math.max(...each) * 1.3);
+  // Collection pauses, by process role and kind: the serving processes' are there (start-up alone allocates tens of
+  // megabytes, collected), and no series lacks its role.
+  const gc = [...text.matchAll(/^landfall_process_gc_pause_seconds_count\{([^}]*)\} (\d+)$/gm)].map((m) => ({ labels: m[1]!, n: Number(m[2]) }));
+  expect(gc.some((s) => /role="serve"/.test(s.labels) && /kind="minor"/.test(s.labels) && s.n > 0)).toBe(true);
+  expect(gc.every((s) => /role="(serve|refresh|main)"/.test(s.labels))).toBe(true);
 
   // A worker that dies is replaced, and the API answers meanwhile (a connection handed to the dying
   // worker at that instant is lost with it: a client retries).
