@@ -15,6 +15,12 @@ import { z } from 'zod';
  */
 export const REFRESH_BATCH_TARGETS = 8;
 
+/**
+ * The API refresher process's nice value, by default (API_REFRESHER_NICE;
+ * why this much: src/api/refresher-process.ts).
+ */
+export const REFRESHER_NICE = 10;
+
 const port = z.coerce
   .number({ message: 'must be a port number' })
   .int('must be a whole number')
@@ -126,6 +132,8 @@ export const ENV_SCHEMA = z.object({
   API_REFRESHER: z.enum(['true', 'false']).default('true'),
   // At most this many clusters in one refresh transaction (src/services/refresh-queue.ts, REFRESH_BATCH_TARGETS).
   REFRESH_BATCH_TARGETS: z.coerce.number().int().min(1).max(64).default(REFRESH_BATCH_TARGETS),
+  // The API refresher process's nice value (src/api/refresher-process.ts, REFRESHER_NICE): 0 runs it beside the serving processes.
+  API_REFRESHER_NICE: z.coerce.number().int().min(0).max(19).default(REFRESHER_NICE),
   STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
   STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
   STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
@@ -203,6 +211,8 @@ export interface Config {
   apiRefresher: boolean;
   /** At most this many clusters a refresher refreshes in one transaction (refresh-queue.ts). */
   refreshBatchTargets: number;
+  /** The nice value of the API's refresher process, when it has one of its own (refresher-process.ts). */
+  apiRefresherNice: number;
   /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
   stepRepeatSeconds: Record<string, number>;
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
@@ -315,6 +325,7 @@ export function parseConfig(
     lifecycle: { disconnectTimeoutMs: e.HOST_DISCONNECT_TIMEOUT_MS, monitorIntervalMs: e.HOST_MONITOR_INTERVAL_MS, requirementsFile: e.HOST_REQUIREMENTS_FILE },
     apiRefresher: e.API_REFRESHER === 'true',
     refreshBatchTargets: e.REFRESH_BATCH_TARGETS,
+    apiRefresherNice: e.API_REFRESHER_NICE,
     stepRepeatSeconds: {
       inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
       'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,
@@ -398,6 +409,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     HOST_REQUIREMENTS_FILE: c.lifecycle.requirementsFile,
     API_REFRESHER: String(c.apiRefresher),
     REFRESH_BATCH_TARGETS: String(c.refreshBatchTargets),
+    API_REFRESHER_NICE: String(c.apiRefresherNice),
     STEP_REPEAT_INVENTORY_SECONDS: String(c.stepRepeatSeconds.inventory),
     STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: String(c.stepRepeatSeconds['connectivity-check']),
     STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: String(c.stepRepeatSeconds['free-network-addresses']),

@@ -19,7 +19,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
-import type { Config } from '../config';
+import { REFRESHER_NICE, type Config } from '../config';
 import type { Logger } from '../logger';
 import { createDb } from '../db/database';
 import { createRepos } from '../services/context';
@@ -31,17 +31,28 @@ import { startRefresher } from '../services/refresh-queue';
 import { joinApiCluster } from './cluster';
 
 /**
- * The refresher's scheduling priority (a nice value; raising one's own needs
- * no privilege). At normal priority it refreshed as fast as the CPU let it:
- * on a saturated machine it took CPU from the polls and, coalescing less,
- * made more refreshes. Below the serving processes it runs on what they
- * leave, and coalesces more when they leave little. Measured
- * (bench/agent-api, 5,000 hosts, 1,700 req/s, 60 s windows, two rounds in one
- * session): poll p99 548/337 ms at nice 0 against 122/56 ms at nice 10;
- * report → stored p50 873/456 against 114/117 ms, p99 3,287/2,658 against
- * 2,365/677 ms; PostgreSQL 0.53 against 0.35 ms per request.
+ * The refresher's scheduling priority by default (a nice value; raising
+ * one's own needs no privilege; API_REFRESHER_NICE sets another). At normal
+ * priority it refreshed as fast as the CPU let it: on a saturated machine it
+ * took CPU from the polls and, coalescing less, made more refreshes. Below
+ * the serving processes it runs on what they leave, and coalesces more when
+ * they leave little. Measured (bench/agent-api, 5,000 hosts, 1,700 req/s, 60 s
+ * windows, two rounds in one session, 2026-11-27): poll p99 548/337 ms at nice
+ * 0 against 122/56 ms at nice 10; report → stored p50 873/456 against 114/117
+ * ms, p99 3,287/2,658 against 2,365/677 ms; PostgreSQL 0.53 against 0.35 ms per
+ * request.
+ *
+ * Since then a refresh costs a fraction of what it did, and nice 0 is a
+ * trade rather than a loss (bench/README.md, 2026-11-30, eleventh session,
+ * 45 s windows, nice 0 against 10, alternating): at 5,000 hosts report →
+ * stored p99 93 / 143 / 110 against 330 / 375 / 207 ms, poll p99 39 / 47 /
+ * 24 against 37 / 34 / 23 ms; at 20,000 hosts, in the two pairs the machine
+ * left undisturbed, stored 360 / 295 against 447 / 683 ms but poll p99 89 /
+ * 88 against 36 / 46 ms. So 10 stays the default (the polls' target holds at
+ * both sizes), and a machine with fewer hosts, or cores to spare, can choose
+ * fresher validations with 0.
  */
-export const REFRESHER_NICE = 10;
+export { REFRESHER_NICE };
 
 /**
  * Every thread of this process below the serving processes, not only the
@@ -77,9 +88,10 @@ function threadIds(): number[] {
   }
 }
 
-function yieldToServing(logger: Logger): void {
+function yieldToServing(nice: number, logger: Logger): void {
+  if (nice <= 0) return;
   try {
-    lowerEveryThread(REFRESHER_NICE);
+    lowerEveryThread(nice);
   } catch (err) {
     logger.warn({ err: (err as Error).message }, 'could not lower the refresher\'s priority; it competes with the serving processes for CPU');
   }
@@ -98,7 +110,7 @@ export function startRefresherProcess(cfg: Config, logger: Logger): RunningRefre
   const metrics = createMetrics(db);
   const services = { ...buildServiceContext(cfg, { db, repos, store: createObjectStore(cfg.storage), temporal }), metrics: metrics.port };
   joinApiCluster(metrics.registry, logger);
-  yieldToServing(logger);
+  yieldToServing(cfg.apiRefresherNice, logger);
   const refresher = startRefresher(services, cfg.database.url, logger, { batchTargets: cfg.refreshBatchTargets });
   logger.info('api refresher running');
   return {

@@ -39,7 +39,7 @@ afterAll(async () => {
   await pg?.stop();
 });
 
-function startApiProcesses(port: number, processes: number): { child: ChildProcess; log: string[] } {
+function startApiProcesses(port: number, processes: number, env: Record<string, string> = {}): { child: ChildProcess; log: string[] } {
   const log: string[] = [];
   const child = spawn(process.execPath, [MAIN, 'api'], {
     env: {
@@ -54,6 +54,7 @@ function startApiProcesses(port: number, processes: number): { child: ChildProce
       LOG_FORMAT: 'json',
       LOG_LEVEL: 'info',
       SHUTDOWN_TIMEOUT_MS: '5000',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -221,11 +222,16 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
   expect(await portOpen(port)).toBe(false);
 }, 180_000);
 
-it('stops every process on SIGTERM and exits 0', async () => {
+it('stops every process on SIGTERM and exits 0 (its refresher at the priority API_REFRESHER_NICE asks for)', async () => {
   const port = await freePort();
-  const { child } = startApiProcesses(port, 2);
+  const { child } = startApiProcesses(port, 2, { API_REFRESHER_NICE: '0' });
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
   const { serving, refresher } = await apiChildren(child.pid!);
+  // Nice 0: not lowered, every thread at the primary's priority (the default lowers them all: the test above), and it refreshes.
+  await refreshRequestTaken();
+  const threads = readdirSync(`/proc/${refresher}/task`).map(Number);
+  expect(threads.length).toBeGreaterThan(1);
+  expect(threads.map((tid) => getPriority(tid))).toEqual(threads.map(() => getPriority(child.pid!)));
   const workers = [...serving, refresher];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');

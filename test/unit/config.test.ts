@@ -28,6 +28,8 @@ describe('parseConfig', () => {
     ['STORAGE_BACKEND', 'ftp', /STORAGE_BACKEND/],
     ['READINESS_TIMEOUT_MS', '-5', /READINESS_TIMEOUT_MS must be greater than 0/],
     ['S3_BUCKET', 'Bad_Bucket', /S3_BUCKET must be a valid S3 bucket name/],
+    ['API_REFRESHER_NICE', '20', /API_REFRESHER_NICE/],
+    ['API_REFRESHER_NICE', '-1', /API_REFRESHER_NICE/],
   ])('rejects %s=%s naming the variable', (name, value, pattern) => {
     let err: unknown;
     try {
@@ -38,6 +40,12 @@ describe('parseConfig', () => {
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).variable).toBe(name);
     expect((err as Error).message).toMatch(pattern);
+  });
+
+  it("runs the API's refresher at nice 10 unless told otherwise; 0 is its own setting, not the default", () => {
+    expect(parseConfig({}).apiRefresherNice).toBe(10);
+    expect(parseConfig({ API_REFRESHER_NICE: '0' }).apiRefresherNice).toBe(0);
+    expect(parseConfig({ API_REFRESHER_NICE: '19' }).apiRefresherNice).toBe(19);
   });
 
   it('requires the S3 settings when STORAGE_BACKEND=s3', () => {
@@ -56,6 +64,7 @@ describe('parseConfig', () => {
       S3_ACCESS_KEY: 'ak',
       S3_SECRET_KEY: 'sk',
       READINESS_TIMEOUT_MS: '1234',
+      API_REFRESHER_NICE: '3',
     };
     const c = parseConfig(env);
     const again = parseConfig(configToEnv(c) as Record<string, string>);
