@@ -28,6 +28,7 @@ import type { ClosedResult, OpenResult } from './agent-load';
 import { cpuShare, findKnee, nextBisectRate, parseRates, secondsLine, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, gcBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type SlowSample, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
+import { boundedNumber } from './support';
 
 // ---- the target from the issue: 100,000 hosts polling every 60 s, p99 under 50 ms; report → visible p99 under 200 ms.
 const TARGET_RPS = 1700;
@@ -122,11 +123,7 @@ function parseArgs(argv: string[]): Options {
     pgSql: [],
     pgConf: {},
   };
-  const num = (name: string, v: string | undefined, min: number, max: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number in [${min}, ${max}] (got ${v ?? 'nothing'})`);
-    return n;
-  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const next = () => argv[++i];

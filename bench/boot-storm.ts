@@ -27,6 +27,7 @@ import { startEmbeddedPostgres, type EmbeddedPg } from '../src/dev/embedded-post
 import { freePort, repoRoot, sleep } from '../src/dev/process-utils';
 import { inventoryFor } from './inventory';
 import {
+  boundedNumber,
   AGENT_API,
   benchHostId,
   createBenchClusters,
@@ -75,11 +76,7 @@ const USAGE = `usage: node dist/bench/boot-storm.js [options]
 
 function parseArgs(argv: string[]): Options {
   const o: Options = { hosts: 1000, concurrency: 16, hostsPerCluster: 50, repo: repoRoot(), settleTimeoutS: 120 };
-  const num = (name: string, v: string | undefined, min: number, max: number) => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
-    return n;
-  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max, { whole: true, usage: USAGE });
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const next = () => argv[++i];

@@ -42,6 +42,7 @@ import { formatSummary, summarizeCpuProfile } from './cpuprofile-summary';
 import { emptySamples, expectedPerPoll, mergeSamples, parseServiceTimes, serviceTimesBetween, summarize, type GaugeReading } from './fleet-gauges';
 import { shareClusters, startShard, sumTotals, type FromShard, type ShardSpec, type ShardWindow, type ToShard } from './fleet-shard';
 import {
+  boundedNumber,
   CpuMeter,
   createBenchClusters,
   fmtNum,
@@ -101,11 +102,7 @@ const USAGE = `usage: node dist/bench/fleet-real.js [options]
 
 function parseArgs(argv: string[]): Options {
   const o: Options = { hosts: 20_000, hostsPerCluster: 50, rampSeconds: 180, warmupSeconds: -1, hostsPerProcess: 2000, probeClusters: 4, holdBackUnchanged: false, stackEnv: {}, fleetNodeArgs: [], cpuProf: false };
-  const num = (name: string, v: string | undefined, min: number, max: number) => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
-    return n;
-  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max, { whole: true, usage: USAGE });
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const next = () => argv[++i];

@@ -31,6 +31,7 @@ import path from 'node:path';
 import { sleep } from '../src/dev/process-utils';
 import { inventoryFor } from './inventory';
 import {
+  boundedNumber,
   AGENT_API,
   benchHostId,
   CpuMeter,
@@ -74,11 +75,7 @@ const USAGE = `usage: node dist/bench/idle-fleet.js [options]
 
 function parseArgs(argv: string[]): Options {
   const o: Options = { hosts: 20_000, hostsPerCluster: 50, registerConcurrency: 64, pollSeconds: 60, pollPhaseSeconds: 120, idleSeconds: 120, disconnectTimeoutMs: 60_000 };
-  const num = (name: string, v: string | undefined, min: number, max: number) => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number in [${min}, ${max}] (got ${v ?? 'nothing'})\n${USAGE}`);
-    return n;
-  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max, { whole: true, usage: USAGE });
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const next = () => argv[++i];

@@ -20,6 +20,7 @@ import type { OpenResult, WindowResult } from './agent-load';
 import { cpuShare, growth, secondsAtBound, secondsLine, type CpuShare, type CpuSnapshot } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, gitCommit, log, mb, ms, populate, resultPath, startStack, writeResult, type FreshnessResult, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb, treeRssKbByRole } from './proc-stats';
+import { boundedNumber } from './support';
 
 const RSS_GROWTH_MAX = 0.1;
 /** The real cadence of a fleet: every host polls once a minute. */
@@ -59,11 +60,7 @@ const USAGE = `usage: node dist/bench/soak.js [options]
 
 function parseArgs(argv: string[]): Options {
   const o: Options = { minutes: 10, hosts: 10_000, hostsPerCluster: 50, rate: 1000, sampleSeconds: 10, postRatio: 0.1, freshnessIntervalMs: 1000, maxSockets: 256, registerConcurrency: 32, noResultFile: false };
-  const num = (name: string, v: string | undefined, min: number, max: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number in [${min}, ${max}] (got ${v ?? 'nothing'})`);
-    return n;
-  };
+  const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const next = () => argv[++i];

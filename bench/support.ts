@@ -69,6 +69,18 @@ export function checkOptions(usage: string, spec: OptionSpec, argv: readonly str
   }
 }
 
+/**
+ * An option's value as a number within [min, max] (a whole one with
+ * `whole`), or an error naming the option and what it got, followed by
+ * `usage` when given: the benches that parse their own command line share it.
+ */
+export function boundedNumber(name: string, v: string | undefined, min: number, max: number, opts: { whole?: boolean; usage?: string } = {}): number {
+  const n = Number(v);
+  const ok = v !== undefined && v.trim() !== '' && (opts.whole ? Number.isInteger(n) : Number.isFinite(n)) && n >= min && n <= max;
+  if (!ok) throw new Error(`${name} must be a ${opts.whole ? 'whole number' : 'number'} in [${min}, ${max}] (got ${v ?? 'nothing'})${opts.usage ? `\n${opts.usage}` : ''}`);
+  return n;
+}
+
 /** Bounds a benchmark: it exits by itself even if something it waits for never comes. */
 export function watchdog(ms: number): NodeJS.Timeout {
   return setTimeout(() => {

@@ -3,7 +3,7 @@
  * checkOptions): a mistyped option used to run minutes with the defaults
  * and print figures for a run nobody asked for.
  */
-import { optionProblem, type OptionSpec } from '../../bench/support';
+import { boundedNumber, optionProblem, type OptionSpec } from '../../bench/support';
 
 const spec: OptionSpec = { numbers: ['rounds', 'clusters'], strings: ['rates'], switches: ['cold'] };
 
@@ -30,4 +30,15 @@ test('a text option needs its text, and a stray word is no option', () => {
   expect(optionProblem(['--rates', '--cold'], spec)).toBe('--rates takes a value');
   expect(optionProblem(['200'], spec)).toBe('unexpected argument "200"');
   expect(optionProblem(['--cold', 'yes'], spec)).toBe('unexpected argument "yes"');
+});
+
+test('a bounded number option: within its bounds, whole when asked, and its usage after the error', () => {
+  expect(boundedNumber('--hosts', '5000', 1, 100_000, { whole: true })).toBe(5000);
+  expect(boundedNumber('--post-ratio', '0.25', 0, 1)).toBe(0.25);
+  expect(() => boundedNumber('--hosts', '2.5', 1, 100_000, { whole: true })).toThrow('--hosts must be a whole number in [1, 100000] (got 2.5)');
+  expect(() => boundedNumber('--post-ratio', '1.5', 0, 1)).toThrow('--post-ratio must be a number in [0, 1] (got 1.5)');
+  // Missing or empty is not zero (Number('') is 0).
+  expect(() => boundedNumber('--minutes', undefined, 0, 60)).toThrow('(got nothing)');
+  expect(() => boundedNumber('--minutes', '', 0, 60)).toThrow('--minutes must be a number');
+  expect(() => boundedNumber('--hosts', 'many', 1, 10, { whole: true, usage: 'usage: bench --hosts N' })).toThrow(/\(got many\)\nusage: bench --hosts N$/);
 });
