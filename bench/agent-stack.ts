@@ -306,18 +306,14 @@ const LONG_GC_S = 0.05;
  */
 export function gcBetween(before: RefreshReading, after: RefreshReading, seconds: number) {
   const out: Record<string, { perSecond: Record<string, number>; pausedShare: number; longCount: number; longestAtMostMs: number }> = {};
-  for (const [key, h] of Object.entries(after.gc)) {
+  for (const [key, w] of Object.entries(histogramsBetween(before.gc, after.gc, LONG_GC_S))) {
+    if (w.count <= 0) continue;
     const [role, kind] = key.split('/') as [string, string];
-    const b = before.gc[key];
-    const count = h.count - (b?.count ?? 0);
-    if (count <= 0) continue;
     const r = (out[role] ??= { perSecond: {}, pausedShare: 0, longCount: 0, longestAtMostMs: 0 });
-    r.perSecond[kind] = count / seconds;
-    r.pausedShare += (h.sum - (b?.sum ?? 0)) / seconds;
-    const inBucket = (le: number) => (h.buckets.find((x) => x.le === le)?.count ?? 0) - (b?.buckets.find((x) => x.le === le)?.count ?? 0);
-    r.longCount += count - inBucket(LONG_GC_S);
-    const first = h.buckets.find((x) => inBucket(x.le) >= count);
-    r.longestAtMostMs = Math.max(r.longestAtMostMs, first ? first.le * 1000 : Infinity);
+    r.perSecond[kind] = w.count / seconds;
+    r.pausedShare += w.sumS / seconds;
+    r.longCount += w.count - (w.withinCount ?? 0);
+    r.longestAtMostMs = Math.max(r.longestAtMostMs, w.maxAtMostMs);
   }
   return out;
 }

@@ -219,7 +219,11 @@ export function serviceTimesBetween(before: Record<string, ServiceHistogram>, af
   );
 }
 
-/** Per label value, what happened between two readings: the count, the share within `withinS` (a bucket bound), p50/p99 as bucket bounds (ms). */
+/**
+ * Per label value, what happened between two readings: the count and sum,
+ * how many and what share within `withinS` (a bucket bound), and p50, p99 and
+ * the longest as bucket bounds (ms).
+ */
 export function histogramsBetween(before: Record<string, ServiceHistogram>, after: Record<string, ServiceHistogram>, withinS: number) {
   return Object.fromEntries(
     Object.entries(after).map(([op, h]) => {
@@ -232,7 +236,7 @@ export function histogramsBetween(before: Record<string, ServiceHistogram>, afte
       };
       const within = buckets.find((x) => x.le === withinS)?.count;
       const sumS = h.sum - (b?.sum ?? 0);
-      return [op, { count, sumS, withinShare: within === undefined || count === 0 ? undefined : within / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) }];
+      return [op, { count, sumS, withinCount: within, withinShare: within === undefined || count === 0 ? undefined : within / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99), maxAtMostMs: bound(1) }];
     }),
   );
 }
