@@ -43,6 +43,7 @@ interface Options {
   rates: number[];
   duration: number;
   warmup: number;
+  lead: number;
   settle: number;
   processes?: number;
   bisect: boolean;
@@ -72,8 +73,9 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --hosts-per-cluster N     hosts per cluster (and infra-env) (default 50)
   --rates R,R,…             offered requests/s, open loop, one window each (default 500,1000,1500,1700,2000,2500,3000)
   --duration S              seconds of each measured window (default 20)
-  --warmup S                warm-up seconds (open loop at the lowest rate) before measuring (default 10)
-  --settle S                pause between windows (default 3)
+  --warmup S                warm-up seconds before the first window: its own load, unmeasured, running on into it (default 30)
+  --lead S                  the same before every later window, after the pause (default 5)
+  --settle S                pause between windows, to let a rate's queue drain (default 3)
   --processes N             API_PROCESSES of \`landfall api\` (default: unset, the service's own default)
   --bisect                  after the sweep, bisect between the knee and the first miss
   --bisect-resolution R     stop bisecting when they are this close (default 50 req/s)
@@ -103,7 +105,8 @@ function parseArgs(argv: string[]): Options {
     hostsPerCluster: 50,
     rates: [500, 1000, 1500, 1700, 2000, 2500, 3000],
     duration: 20,
-    warmup: 10,
+    warmup: 30,
+    lead: 5,
     settle: 3,
     bisect: false,
     bisectResolution: 50,
@@ -134,6 +137,7 @@ function parseArgs(argv: string[]): Options {
       case '--rate': o.rates = [num(a, next(), 1, 1_000_000)]; break;
       case '--duration': o.duration = num(a, next(), 1, 3600); break;
       case '--warmup': o.warmup = num(a, next(), 0, 600); break;
+      case '--lead': o.lead = num(a, next(), 0, 600); break;
       case '--settle': o.settle = num(a, next(), 0, 600); break;
       case '--processes': o.processes = Math.floor(num(a, next(), 1, 64)); break;
       case '--bisect': o.bisect = true; break;
@@ -202,7 +206,7 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const criteria: KneeCriteria = { p99Ms: TARGET_P99_MS };
   const windows = opts.rates.length + (opts.bisect ? opts.bisectSteps : 0);
-  const budgetMs = 240_000 + opts.hosts * 100 + (opts.warmup + windows * (opts.duration + opts.settle + 20) + (opts.saturation ? opts.duration + 20 : 0)) * 1000;
+  const budgetMs = 240_000 + opts.hosts * 100 + (opts.warmup + windows * (opts.duration + opts.settle + opts.lead + 20) + (opts.saturation ? opts.duration + 20 : 0)) * 1000;
   const startedAt = new Date();
   // Read now, nearest the build being run (the checkout may move on during a long run).
   const commit = gitCommit();
@@ -245,27 +249,37 @@ async function main(): Promise<void> {
     const rss = rssSampler(s);
     const rssPeakOverall = { apiKb: 0, pgKb: 0 };
     log(`mix: ${Math.round((1 - opts.postRatio) * 100)} % GET …/instructions (poll), ${Math.round(opts.postRatio * 100)} % POST …/instructions (inventory reply, memory size changed), a random host each`);
-    if (opts.warmup > 0) {
-      log(`warming up: ${fmt(opts.rates[0]!)} req/s for ${opts.warmup} s`);
-      await g.open(opts.rates[0]!, opts.warmup, opts.maxSockets);
-    }
-
     const profileRate = opts.rates.includes(TARGET_RPS) ? TARGET_RPS : opts.rates[opts.rates.length - 1]!;
     let profileWindow: { fromUs: number; toUs: number } | undefined;
     let pgTop: Array<Record<string, unknown>> = [];
     let hotShare: { updates: number; hot: number } | undefined;
+    let windowsRun = 0;
+    /**
+     * One rate: its lead (the warm-up before the first window) and its window
+     * are one open-loop run on the same connections. What is read at the
+     * window's start (CPU, the service's metrics, the probe) is read while the
+     * load runs, as at any moment of a fleet's life: before, the window began
+     * after a pause and on new connections, and its first seconds measured that.
+     */
     const measure = async (rate: number, bisection: boolean): Promise<RateWindow> => {
-      if (opts.settle > 0) await sleep(opts.settle * 1000);
+      const first = windowsRun++ === 0;
+      if (!first && opts.settle > 0) await sleep(opts.settle * 1000);
+      const leadS = first ? opts.warmup : opts.lead;
       const profiled = rate === profileRate && !bisection;
-      if (profiled && opts.pgStats) await s.pgQuery('select pg_stat_statements_reset()');
-      const upd0 = profiled && opts.pgStats ? await hostUpdates(s) : undefined;
-      rss.reset();
+      if (leadS > 0) log(`${first ? 'warming up' : 'lead'}: ${fmt(rate)} req/s for ${leadS} s, then measured for ${opts.duration} s without a pause`);
+      let onMark!: () => void;
+      const marked = new Promise<void>((resolve) => (onMark = resolve));
+      const running = g.open(rate, opts.duration, opts.maxSockets, { leadSeconds: leadS, onMark });
+      await Promise.race([marked, running]);
+      const c0 = cpuSnapshot(s, g.pid);
       const fromUs = Number(process.hrtime.bigint() / 1000n);
+      rss.reset();
+      const probe = opts.freshnessIntervalMs > 0 ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
       const m0 = await readRefreshMetrics(s);
       const m0At = performance.now();
-      const c0 = cpuSnapshot(s, g.pid);
-      const probe = opts.freshnessIntervalMs > 0 ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
-      const open = await g.open(rate, opts.duration, opts.maxSockets);
+      if (profiled && opts.pgStats) await s.pgQuery('select pg_stat_statements_reset()');
+      const upd0 = profiled && opts.pgStats ? await hostUpdates(s) : undefined;
+      const open = await running;
       const c1 = cpuSnapshot(s, g.pid);
       const toUs = Number(process.hrtime.bigint() / 1000n);
       const freshness = await probe?.stop();
@@ -428,6 +442,7 @@ async function main(): Promise<void> {
         latencyMs: w.open.all,
         byKind: w.open.byKind,
         secondsP99Ms: w.open.secondsP99,
+        leadSecondsP99Ms: w.open.leadSecondsP99,
         cpuCores: w.cpuCores,
         cpuMsPerRequest: { api: (1000 * w.cpuCores.api) / w.open.achieved, postgres: (1000 * w.cpuCores.postgres) / w.open.achieved },
         freshness: w.freshness,
@@ -488,6 +503,7 @@ function printWindow(w: RateWindow): void {
   log(`  latency       ${latencyLine(o.all)}`);
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
   log(`  by second     p99 ${secondsLine(o.secondsP99)}; the generator sent up to ${ms(o.lateMaxMs)} after a request's scheduled start`);
+  if (o.leadSecondsP99?.length) log(`  lead          p99 by second, not measured: ${secondsLine(o.leadSecondsP99)}`);
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;
   if (f) log(`  report→stored ${freshnessLatencies(f, '   ')}   (${freshnessCounts(f)})`);

@@ -38,6 +38,13 @@ export interface OpenCommand {
   maxSockets: number;
   /** Split the figures into windows of this many seconds (by due time); default one window. */
   windowSeconds?: number;
+  /**
+   * Seconds of the same load before the measured `seconds`, on the same
+   * connections, not counted: the window starts while the load runs, as a
+   * fleet's does, not after a pause on new connections (whose first seconds
+   * measured the restart). The parent is told when the window starts (`mark`).
+   */
+  leadSeconds?: number;
 }
 export interface ClosedCommand {
   type: 'closed';
@@ -79,6 +86,8 @@ export interface OpenResult extends WindowResult {
   windows: WindowResult[];
   /** The p99 of each second by due time (ms; NaN: none answered), whatever the windows: a tail from a few bad seconds reads differently from an even one. */
   secondsP99: number[];
+  /** The same for the lead's seconds (none without a lead): how the load's start settled, shown, not measured. */
+  leadSecondsP99: number[];
 }
 export interface ClosedResult {
   seconds: number;
@@ -91,7 +100,7 @@ export interface ClosedResult {
   all: Percentiles;
   byKind: Record<'GET' | 'POST', Percentiles>;
 }
-export type LoadMessage = { type: 'ready' } | { type: 'open-result'; id: number; result: OpenResult } | { type: 'closed-result'; id: number; result: ClosedResult } | { type: 'failed'; id?: number; error: string };
+export type LoadMessage = { type: 'ready' } | { type: 'mark'; id: number } | { type: 'open-result'; id: number; result: OpenResult } | { type: 'closed-result'; id: number; result: ClosedResult } | { type: 'failed'; id?: number; error: string };
 
 // ---- the agent mix
 export interface MixRequest {
@@ -212,21 +221,29 @@ function requestBytes(r: MixRequest, port: number): Buffer {
   return Buffer.concat([Buffer.from(`${head}content-length: ${r.body.length}\r\n\r\n`, 'latin1'), r.body]);
 }
 
-/** The open loop (exported for its test); `mix` gives each request. */
-export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCommand): Promise<OpenResult> {
+/**
+ * The open loop (exported for its test); `mix` gives each request. With a
+ * lead, `onMark` is called when the first request of the window is due.
+ */
+export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCommand, onMark?: () => void): Promise<OpenResult> {
   const { rate, seconds, maxSockets } = cmd;
+  const leadMs = Math.max(0, cmd.leadSeconds ?? 0) * 1000;
   const windowMs = (cmd.windowSeconds ?? seconds) * 1000;
   const windowCount = Math.max(1, Math.ceil((seconds * 1000) / windowMs));
   const pool = new LeanPool(port, maxSockets, REQUEST_TIMEOUT_MS);
   const total = new Recorder();
   const windows = Array.from({ length: windowCount }, () => new Recorder());
   const bySecond: number[][] = [];
+  const leadBySecond: number[][] = [];
   let inFlight = 0;
   let maxInFlight = 0;
   let lastDone = 0;
   const interval = 1000 / rate;
-  const t0 = performance.now();
+  // The lead's requests are due from `start`, the window's from t0; both on one schedule.
+  const start = performance.now();
+  const t0 = start + leadMs;
   const end = t0 + seconds * 1000;
+  let marked = leadMs === 0;
   // Far more requests in flight than connections means the API is far behind: stop adding to the pile.
   const inFlightCap = maxSockets * 20;
   return new Promise((resolve) => {
@@ -242,9 +259,29 @@ export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCom
       const sum = total.result(0, seconds);
       const achieved = total.completed / Math.max(seconds, (lastDone - t0) / 1000);
       const secondsP99 = Array.from({ length: Math.ceil(seconds) }, (_, k) => (bySecond[k]?.length ? percentiles(bySecond[k]!).p99 : NaN));
-      resolve({ ...sum, offered: rate, achieved, maxInFlight, secondsP99, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
+      const leadSecondsP99 = Array.from({ length: Math.ceil(leadMs / 1000) }, (_, k) => (leadBySecond[k]?.length ? percentiles(leadBySecond[k]!).p99 : NaN));
+      resolve({ ...sum, offered: rate, achieved, maxInFlight, secondsP99, leadSecondsP99, windows: windows.map((w, k) => w.result((k * windowMs) / 1000, Math.min(seconds, ((k + 1) * windowMs) / 1000))) });
+    };
+    // A lead request: sent on its schedule like the rest, its answer counted nowhere (it only keeps the load on).
+    const fireLead = (due: number) => {
+      if (inFlight >= inFlightCap) return;
+      const r = mix.next();
+      inFlight++;
+      let done = false;
+      pool.request(requestBytes(r, port), (o) => {
+        if (done || resolved) return;
+        done = true;
+        inFlight--;
+        if ('status' in o) (leadBySecond[Math.floor((due - start) / 1000)] ??= []).push(performance.now() - due);
+        finish();
+      });
     };
     const fire = (due: number) => {
+      if (due < t0) return fireLead(due);
+      if (!marked) {
+        marked = true;
+        onMark?.();
+      }
       const w = windows[Math.min(windowCount - 1, Math.floor((due - t0) / windowMs))]!;
       total.scheduled++;
       w.scheduled++;
@@ -298,15 +335,15 @@ export function openLoop(port: number, mix: { next(): MixRequest }, cmd: OpenCom
     // least 1 ms: timers are no finer), so a low rate costs no more wake-ups than it needs.
     const tick = () => {
       const now = Math.min(performance.now(), end);
-      while (t0 + sent * interval <= now && t0 + sent * interval < end) fire(t0 + sent++ * interval);
-      if (now >= end || t0 + sent * interval >= end) {
+      while (start + sent * interval <= now && start + sent * interval < end) fire(start + sent++ * interval);
+      if (now >= end || start + sent * interval >= end) {
         ticking = false;
         // Whatever has not answered 15 s after the end is abandoned, and counted as unanswered.
         drainTimer = setTimeout(() => finish(true), 15_000);
         finish();
         return;
       }
-      setTimeout(tick, Math.max(1, t0 + sent * interval - performance.now()));
+      setTimeout(tick, Math.max(1, start + sent * interval - performance.now()));
     };
     tick();
   });
@@ -389,7 +426,7 @@ if (require.main === module) {
     } else if (!mix) {
       send({ type: 'failed', id: m.id, error: 'not initialised' });
     } else if (m.type === 'open') {
-      openLoop(port, mix, m).then(
+      openLoop(port, mix, m, () => send({ type: 'mark', id: m.id })).then(
         (result) => send({ type: 'open-result', id: m.id, result }),
         (err: unknown) => send({ type: 'failed', id: m.id, error: String(err) }),
       );

@@ -323,6 +323,7 @@ export class Generator {
   private readonly child: ChildProcess;
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
+  private readonly marks = new Map<number, () => void>();
   private ready: Promise<void>;
 
   constructor(port: number, stepsPaths: string[], postRatio: number) {
@@ -336,6 +337,7 @@ export class Generator {
     });
     this.child.on('message', (m: LoadMessage) => {
       if (m.type === 'ready') readyResolve();
+      else if (m.type === 'mark') this.marks.get(m.id)?.();
       else if (m.type === 'failed') {
         const w = m.id !== undefined ? this.waiting.get(m.id) : undefined;
         if (w) {
@@ -345,6 +347,7 @@ export class Generator {
       } else {
         const w = this.waiting.get(m.id);
         this.waiting.delete(m.id);
+        this.marks.delete(m.id);
         w?.resolve(m.result);
       }
     });
@@ -361,17 +364,22 @@ export class Generator {
     return this.child.pid!;
   }
 
-  private async ask<T>(cmd: Omit<OpenCommand, 'id'> | Omit<ClosedCommand, 'id'>): Promise<T> {
+  private async ask<T>(cmd: Omit<OpenCommand, 'id'> | Omit<ClosedCommand, 'id'>, onMark?: () => void): Promise<T> {
     await this.ready;
     const id = this.nextId++;
+    if (onMark) this.marks.set(id, onMark);
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (r: unknown) => void, reject });
       this.child.send({ ...cmd, id });
     });
   }
 
-  open(rate: number, seconds: number, maxSockets: number, windowSeconds?: number): Promise<OpenResult> {
-    return this.ask<OpenResult>({ type: 'open', rate, seconds, maxSockets, windowSeconds });
+  /**
+   * `seconds` of open-loop load, measured; with `lead`, that many seconds of
+   * it first, unmeasured, and `onMark` called as the measured part starts.
+   */
+  open(rate: number, seconds: number, maxSockets: number, o: { windowSeconds?: number; leadSeconds?: number; onMark?: () => void } = {}): Promise<OpenResult> {
+    return this.ask<OpenResult>({ type: 'open', rate, seconds, maxSockets, windowSeconds: o.windowSeconds, leadSeconds: o.leadSeconds }, o.onMark);
   }
 
   closed(connections: number, seconds: number): Promise<ClosedResult> {

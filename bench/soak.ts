@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     const minuteFreshness: FreshnessResult[] = [];
     const total = opts.minutes * 60;
     const t0 = performance.now();
-    const running: Promise<OpenResult> = g.open(opts.rate, total, opts.maxSockets, 60);
+    const running: Promise<OpenResult> = g.open(opts.rate, total, opts.maxSockets, { windowSeconds: 60 });
     minuteCpu.push(cpuSnapshot(s, g.pid));
     let probe = opts.freshnessIntervalMs > 0 ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
     // Memory every sampleSeconds and CPU and freshness every minute, on the parent's clock from the generator's start.

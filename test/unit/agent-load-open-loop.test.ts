@@ -11,8 +11,12 @@ import { openLoop, type MixRequest } from '../../bench/agent-load';
 describe('bench open loop', () => {
   let server: http.Server;
   let port = 0;
+  let received = 0;
   beforeAll(async () => {
-    server = http.createServer((_req, res) => res.end('{}'));
+    server = http.createServer((_req, res) => {
+      received++;
+      res.end('{}');
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
@@ -42,5 +46,25 @@ describe('bench open loop', () => {
     // Each second's p99 by due time: the hold (600–900 ms) is in the first second, whose p99 shows it.
     expect(r.secondsP99).toHaveLength(2);
     expect(r.secondsP99[0]).toBeGreaterThanOrEqual(200);
+  });
+
+  it('a lead runs the same load before the window, unmeasured, and marks where the window starts', async () => {
+    const mix = { next: (): MixRequest => ({ kind: 'GET', method: 'GET', path: '/x', headers: {} }) };
+    const before = received;
+    const marks: Array<{ at: number; received: number }> = [];
+    const t = performance.now();
+    const r = await openLoop(port, mix, { type: 'open', id: 2, rate: 100, seconds: 1, maxSockets: 8, leadSeconds: 0.5 }, () => marks.push({ at: performance.now() - t, received: received - before }));
+    // Marked once, when the window's first request was due: half a second in, with the lead's requests sent.
+    expect(marks).toHaveLength(1);
+    expect(marks[0]!.at).toBeGreaterThanOrEqual(490);
+    expect(marks[0]!.received).toBeGreaterThanOrEqual(40);
+    expect(marks[0]!.received).toBeLessThanOrEqual(50);
+    // The figures are the window's alone (its 100 requests, its one second); the server answered both.
+    expect(r.scheduled).toBe(100);
+    expect(r.completed).toBe(100);
+    expect(r.secondsP99).toHaveLength(1);
+    expect(r.leadSecondsP99).toHaveLength(1);
+    expect(r.leadSecondsP99[0]).toBeGreaterThan(0);
+    expect(received - before).toBe(150);
   });
 });
