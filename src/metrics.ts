@@ -8,6 +8,7 @@
 import { PerformanceObserver, constants as perf } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database';
+import { eventTallies, type TallyRow } from './db/event-tallies-repo';
 
 /**
  * The series each process keeps for itself (its resources, durations it
@@ -196,20 +197,18 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     },
   });
   const EVENTS: Record<string, string> = { cluster_prepare_installation_started: 'started', cluster_installation_completed: 'succeeded', cluster_installation_failed: 'failed' };
+  // Both counters come from one reading of the running totals per scrape (event-tallies-repo.ts), shared while it runs.
+  let tallying: Promise<TallyRow[]> | undefined;
+  const tallies = () => (tallying ??= eventTallies(db).finally(() => (tallying = undefined)));
   new Counter({
     name: 'landfall_installs_total',
     help: 'Installs started, succeeded and failed, by release, and for failures the stage the failing host was in',
     labelNames: ['outcome', 'release', 'failing_stage'],
     registers: [registry],
     async collect() {
+      const rows = (await tallies()).filter((r) => r.tally === 'installs');
       this.reset();
-      const rows = await grouped(
-        `select e.name, coalesce(c.openshift_version, 'unknown') as release, coalesce(e.props->>'failing_stage', '') as stage, count(*)::int as n
-         from events e left join clusters c on c.id = e.cluster_id
-         where e.name in ('cluster_prepare_installation_started', 'cluster_installation_completed', 'cluster_installation_failed')
-         group by 1, 2, 3`,
-      );
-      for (const r of rows) this.inc({ outcome: EVENTS[r.name!]!, release: r.release!, failing_stage: r.stage! }, Number(r.n));
+      for (const { labels: [name, release, stage], n } of rows) this.inc({ outcome: EVENTS[name]!, release, failing_stage: stage }, n);
     },
   });
   new Gauge({
@@ -228,8 +227,9 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     labelNames: ['validation_id'],
     registers: [registry],
     async collect() {
+      const rows = (await tallies()).filter((r) => r.tally === 'host_validation_failures');
       this.reset();
-      for (const r of await grouped("select props->>'validation_id' as id, count(*)::int as n from events where name = 'host_validation_failed' group by 1")) this.inc({ validation_id: r.id ?? 'unknown' }, Number(r.n));
+      for (const { labels: [id], n } of rows) this.inc({ validation_id: id }, n);
     },
   });
 
