@@ -48,6 +48,21 @@ export function createClustersRepo(db: Knex) {
       const [r] = await t(q).where({ id, status: fromStatus }).update(values).returning('*').options(PREPARED);
       return r as ClusterRow | undefined;
     },
+    /**
+     * The cluster's step view (its peers as JSON text) stored under its stamp, by the refresh that moved the stamp,
+     * in that refresh's transaction (migrations/20261130130000_cluster_step_views.ts).
+     */
+    async putStepView(id: string, stamp: string, peers: string, q: Q = db): Promise<void> {
+      await q.raw('insert into cluster_step_views (cluster_id, stamp, peers) values (?, ?, ?) on conflict (cluster_id) do update set stamp = excluded.stamp, peers = excluded.peers', [id, stamp, peers]);
+    },
+    /** The cluster with its step view's peers as stored under `stamp` (null when none is stored under it), in one statement. */
+    async getWithStepView(id: string, stamp: string, q: Q = db): Promise<{ cluster: ClusterRow; peers: string | null } | undefined> {
+      const r = await q.raw('select c.*, v.peers as lf_step_view_peers from clusters c left join cluster_step_views v on v.cluster_id = c.id and v.stamp = ? where c.id = ?', [stamp, id]);
+      const row = r.rows[0] as (ClusterRow & { lf_step_view_peers: string | null }) | undefined;
+      if (!row) return undefined;
+      const { lf_step_view_peers: peers, ...cluster } = row;
+      return { cluster: cluster as ClusterRow, peers };
+    },
     async delete(id: string, q: Q = db): Promise<number> {
       return t(q).where({ id }).delete();
     },

@@ -31,6 +31,7 @@ import { hotQuery } from '../db/database';
 import { applyClusterEvent, applyHostRefreshes, type HostMove, type HostRefresh } from './status-writer';
 import type { NewEvent } from '../db/events-repo';
 import { requestRefresh } from './refresh-queue';
+import { stepViewPeers } from './step-args';
 import type { ServiceContext } from './context';
 
 type Json = Record<string, unknown>;
@@ -531,7 +532,15 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   } else {
     const stamp = stepViewStamp(cluster, hostList);
     const stampMoved = stamp !== cluster.step_view_stamp;
-    if (stampMoved) cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
+    if (stampMoved) {
+      cluster = await ctx.repos.clusters.update(clusterId, { step_view_stamp: stamp }, trx);
+      // The view the stamp stands for, with it: a serving process reads this row, not every host's inventory.
+      const withNics = hostList.flatMap((f) => {
+        const v = inventoryView(f);
+        return v ? [{ id: f.id, interfaces: v.interfaces }] : [];
+      });
+      await ctx.repos.clusters.putStepView(clusterId, stamp, JSON.stringify(stepViewPeers(withNics)), trx);
+    }
     const derived = deriveNetworks(facts, cluster.doc as Json, read.hosts.map((r) => freeAddresses(r.row, r.entry.memo)));
     if (derived.patch) cluster = await ctx.repos.clusters.update(clusterId, { doc: { ...(cluster.doc as Json), ...derived.patch } }, trx);
     if (stampMoved || derived.patch) forgetDerived(clusterId);

@@ -55,10 +55,16 @@ async function clusterView(ctx: ServiceContext, clusterId: string, viewStamp: st
   }
   const hit = cache.get(clusterId);
   if (hit?.fingerprint === fingerprint) return hit;
-  const cluster = await ctx.repos.clusters.get(clusterId);
-  if (!cluster) return undefined;
-  const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
-  const view = buildClusterView(fingerprint, cluster, hosts);
+  let view: ClusterView | undefined;
+  // Stored by the refresh that moved the stamp: one row, not every host's inventory.
+  const stored = viewStamp ? await ctx.repos.clusters.getWithStepView(clusterId, viewStamp) : undefined;
+  if (stored?.peers) view = buildClusterView(fingerprint, stored.cluster, JSON.parse(stored.peers) as ClusterView['peers']);
+  else {
+    const cluster = stored?.cluster ?? (await ctx.repos.clusters.get(clusterId));
+    if (!cluster) return undefined;
+    const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
+    view = buildClusterView(fingerprint, cluster, stepViewPeers(hosts.map((h) => ({ id: h.id, interfaces: parseJson<Inventory>(h.inventory)?.interfaces ?? [] }))));
+  }
   cache.set(clusterId, view);
   if (cache.size > 10000) cache.delete(cache.keys().next().value!);
   return view;
@@ -70,13 +76,22 @@ export function viewCached(clusterId: string, viewStamp: string): boolean {
 }
 
 /**
- * The view from the rows, in whatever order the database returned them. The
- * peer list is the connectivity step's argument, and a step whose argument
- * changed goes out again at once: sorted here, so a list that reordered with
- * every row update never looks changed (it did, when it came unordered from
- * the query: every reply re-sent the check to every peer).
+ * The peers of a cluster's view: every host with an inventory, by id, with
+ * its NICs that have IPv4 addresses. Built from the rows, in whatever order
+ * the database returned them, or by the refresh from its facts
+ * (refresh-service.ts, stored with the stamp). The peer list is the
+ * connectivity step's argument, and a step whose argument changed goes out
+ * again at once: sorted here, so a list that reordered with every row update
+ * never looks changed (it did, when it came unordered from the query: every
+ * reply re-sent the check to every peer).
  */
-export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 'name' | 'doc'>, hosts: Array<Pick<HostRow, 'id' | 'inventory'>>): ClusterView {
+export function stepViewPeers(hosts: Array<{ id: string; interfaces: Array<{ name: string; mac_address: string; ipv4_addresses?: string[] }> }>): ClusterView['peers'] {
+  return [...hosts]
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map((h) => ({ host_id: h.id, nics: h.interfaces.filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses! })) }));
+}
+
+export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 'name' | 'doc'>, peers: ClusterView['peers']): ClusterView {
   const d = cluster.doc as Record<string, unknown>;
   return {
     fingerprint,
@@ -84,13 +99,7 @@ export function buildClusterView(fingerprint: string, cluster: Pick<ClusterRow, 
     baseDomain: (d.base_dns_domain as string | undefined) || undefined,
     ntp: (d.additional_ntp_source as string | undefined) ?? '',
     machineNetworks: ((d.machine_networks as Array<{ cidr: string }> | undefined) ?? []).map((n) => n.cidr),
-    peers: [...hosts]
-      .filter((h) => h.inventory)
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      .map((h) => ({
-        host_id: h.id,
-        nics: (parseJson<Inventory>(h.inventory)?.interfaces ?? []).filter((i) => i.ipv4_addresses?.length).map((i) => ({ name: i.name, mac: i.mac_address, ip_addresses: i.ipv4_addresses })),
-      })),
+    peers,
     connectivityArgs: new Map(),
     byId: new Map(),
     shared: new Map(),

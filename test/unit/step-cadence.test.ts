@@ -1,10 +1,12 @@
-import { buildClusterView } from '../../src/services/step-args';
+import { buildClusterView as buildFromPeers, stepViewPeers } from '../../src/services/step-args';
 import { DEFAULT_STEP_REPEAT_MS, dueNow, stepRepeatSetting } from '../../src/services/step-cadence';
 import { parseConfig } from '../../src/config';
 
 const inventory = (n: number) => JSON.stringify({ interfaces: [{ name: 'eth0', mac_address: `52:54:00:00:00:${n.toString(16).padStart(2, '0')}`, ipv4_addresses: [`10.0.0.${n}/24`] }] });
 const hosts = Array.from({ length: 12 }, (_, i) => ({ id: `00000000-0000-4000-8000-${String(i * 7919).padStart(12, '0')}`, inventory: inventory(i + 1) }));
 const cluster = { name: 'c', doc: { base_dns_domain: 'example.com', machine_networks: [{ cidr: '10.0.0.0/24' }] } };
+/** The view from host rows, as a poll builds it where no refresh stored one. */
+const buildClusterView = (f: string, c: typeof cluster, rows: typeof hosts) => buildFromPeers(f, c, stepViewPeers(rows.map((h) => ({ id: h.id, interfaces: (JSON.parse(h.inventory) as { interfaces: [] }).interfaces }))));
 
 function shuffled<T>(xs: T[], seed: number): T[] {
   const out = [...xs];
