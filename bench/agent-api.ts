@@ -25,7 +25,7 @@ import path from 'node:path';
 import { repoRoot, sleep } from '../src/dev/process-utils';
 import { formatSummary, summarizeCpuProfile, type ProfileSummary } from './cpuprofile-summary';
 import type { ClosedResult, OpenResult } from './agent-load';
-import { cpuShare, findKnee, nextBisectRate, parseRates, secondsLine, type CpuShare, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
+import { cpuShare, findKnee, nextBisectRate, parseRates, scrapeEffect, secondsLine, type CpuShare, type ScrapeEffect, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, gcBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type SlowSample, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
 import { boundedNumber } from './support';
@@ -55,6 +55,7 @@ interface Options {
   maxSockets: number;
   postRatio: number;
   freshnessIntervalMs: number;
+  scrapeEvery: number;
   registerConcurrency: number;
   analyze: boolean;
   poolMax?: number;
@@ -87,6 +88,8 @@ const USAGE = `usage: node dist/bench/agent-api.js [options]
   --max-sockets N           most connections the open loop opens (default 256)
   --post-ratio R            share of inventory replies in the mix (default 0.1)
   --freshness-interval MS   one report → visible sample every MS during each window (default 250; 0: none)
+  --scrape-every S          during each window, GET /metrics every S seconds, as a Prometheus would (default 0: only at its start and end);
+                            prints the scrapes' wall time and the p99 of the seconds they started in against the others
   --register-concurrency N  parallel registrations during set-up (default 32)
   --pool-max N              DATABASE_POOL_MAX of the API (default: the service default)
   --node-options "…"        NODE_OPTIONS of the API processes only
@@ -117,6 +120,7 @@ function parseArgs(argv: string[]): Options {
     maxSockets: 256,
     postRatio: 0.1,
     freshnessIntervalMs: 250,
+    scrapeEvery: 0,
     registerConcurrency: 32,
     analyze: true,
     cpuProf: false,
@@ -150,6 +154,7 @@ function parseArgs(argv: string[]): Options {
       case '--max-sockets': o.maxSockets = Math.floor(num(a, next(), 1, 4096)); break;
       case '--post-ratio': o.postRatio = num(a, next(), 0, 1); break;
       case '--freshness-interval': o.freshnessIntervalMs = num(a, next(), 0, 60_000); break;
+      case '--scrape-every': o.scrapeEvery = num(a, next(), 0, 600); break;
       case '--register-concurrency': o.registerConcurrency = Math.floor(num(a, next(), 1, 512)); break;
       case '--pool-max': o.poolMax = Math.floor(num(a, next(), 1, 200)); break;
       case '--node-options': o.nodeOptions = next(); break;
@@ -189,6 +194,8 @@ interface RateWindow {
   refreshes?: ReturnType<typeof refreshesBetween>;
   /** The window's collection pauses in the API's processes, by role (undefined: no such metrics in this tree). */
   gc?: ReturnType<typeof gcBetween>;
+  /** --scrape-every: each scrape's second of the window and wall time, and the p99 of the seconds with one against the rest. */
+  scrapes?: ScrapeEffect;
 }
 
 const latencyLine = (p: Percentiles) => `p50 ${ms(p.p50)}   p90 ${ms(p.p90)}   p99 ${ms(p.p99)}   max ${ms(p.max)}`;
@@ -201,6 +208,18 @@ const loadText = () => {
   const l = machineLoad();
   return `load average ${l.loadavg.map((x) => x.toFixed(2)).join(', ')} on ${l.cpus} CPUs`;
 };
+
+/** One GET /metrics and its wall time (ms); NaN when it failed. */
+async function timedScrape(s: Stack): Promise<number> {
+  const t0 = performance.now();
+  try {
+    const r = await fetch(`${s.base}/metrics`, { signal: AbortSignal.timeout(30_000) });
+    await r.text();
+    return r.ok ? performance.now() - t0 : NaN;
+  } catch {
+    return NaN;
+  }
+}
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
@@ -275,11 +294,15 @@ async function main(): Promise<void> {
       const fromUs = Number(process.hrtime.bigint() / 1000n);
       rss.reset();
       const probe = opts.freshnessIntervalMs > 0 ? freshnessProbe(s, fleet, opts.hostsPerCluster, opts.freshnessIntervalMs) : undefined;
+      const markAt = performance.now();
+      const scraped: Array<{ second: number; ms: number }> = [];
+      const scraper = opts.scrapeEvery > 0 ? setInterval(() => void timedScrape(s).then((ms) => scraped.push({ second: Math.floor((performance.now() - ms - markAt) / 1000), ms })), opts.scrapeEvery * 1000) : undefined;
       const m0 = await readRefreshMetrics(s);
       const m0At = performance.now();
       if (profiled && opts.pgStats) await s.pgQuery('select pg_stat_statements_reset()');
       const upd0 = profiled && opts.pgStats ? await hostUpdates(s) : undefined;
       const open = await running;
+      if (scraper) clearInterval(scraper);
       const c1 = cpuSnapshot(s, g.pid);
       const toUs = Number(process.hrtime.bigint() / 1000n);
       const freshness = await probe?.stop();
@@ -306,7 +329,7 @@ async function main(): Promise<void> {
       const peak = rss.peak();
       rssPeakOverall.apiKb = Math.max(rssPeakOverall.apiKb, peak.apiKb);
       rssPeakOverall.pgKb = Math.max(rssPeakOverall.pgKb, peak.pgKb);
-      const w: RateWindow = { offered: rate, bisection, open, cpuCores: cpuShare(c0, c1), freshness, apiRssKbPeak: peak.apiKb, pgRssKbPeak: peak.pgKb, refreshBacklog: backlog, refreshes, gc };
+      const w: RateWindow = { offered: rate, bisection, open, cpuCores: cpuShare(c0, c1), freshness, apiRssKbPeak: peak.apiKb, pgRssKbPeak: peak.pgKb, refreshBacklog: backlog, refreshes, gc, scrapes: scraper ? scrapeEffect(scraped, open.secondsP99) : undefined };
       printWindow(w);
       return w;
     };
@@ -443,6 +466,7 @@ async function main(): Promise<void> {
         byKind: w.open.byKind,
         secondsP99Ms: w.open.secondsP99,
         leadSecondsP99Ms: w.open.leadSecondsP99,
+        scrapes: w.scrapes,
         cpuCores: w.cpuCores,
         cpuMsPerRequest: { api: (1000 * w.cpuCores.api) / w.open.achieved, postgres: (1000 * w.cpuCores.postgres) / w.open.achieved },
         freshness: w.freshness,
@@ -503,6 +527,10 @@ function printWindow(w: RateWindow): void {
   log(`  latency       ${latencyLine(o.all)}`);
   for (const k of ['GET', 'POST'] as const) if (o.byKind[k].count) log(`    ${k.padEnd(4)} ${fmt(o.byKind[k].count).padStart(8)}   ${latencyLine(o.byKind[k])}`);
   log(`  by second     p99 ${secondsLine(o.secondsP99)}; the generator sent up to ${ms(o.lateMaxMs)} after a request's scheduled start`);
+  if (w.scrapes) {
+    const e = w.scrapes;
+    log(`  scrapes       ${e.count} GET /metrics, wall p50 ${ms(e.wallMs.p50)}, max ${ms(e.wallMs.max)}; the seconds they started in: p99 median ${ms(e.withScrape)} (${e.seconds.length} s), the others ${ms(e.without)}`);
+  }
   if (o.leadSecondsP99?.length) log(`  lead          p99 by second, not measured: ${secondsLine(o.leadSecondsP99)}`);
   log(`  failures      ${o.errors} errors, ${o.timeouts} timeouts, ${o.non2xx} non-2xx   (status ${codes(o.statusCodes)}${o.errors ? `; errors ${codes(o.errorCodes)}` : ''})`);
   const f = w.freshness;

@@ -151,3 +151,30 @@ export function secondsLine(p99s: Array<number | null>, boundMs = 50): string {
 export function secondsAtBound(p99s: Array<number | null>, boundMs = 50): number {
   return p99s.filter((v) => typeof v === 'number' && Number.isFinite(v) && v >= boundMs).length;
 }
+
+export interface ScrapeEffect {
+  count: number;
+  wallMs: Percentiles;
+  /** The window's seconds a scrape started in. */
+  seconds: number[];
+  /** The median of those seconds' p99, and of the other seconds' (ms). */
+  withScrape: number;
+  without: number;
+}
+
+/** What the window's scrapes cost the polls: the seconds they started in against the rest (median of per-second p99s). */
+export function scrapeEffect(scraped: Array<{ second: number; ms: number }>, secondsP99: number[]): ScrapeEffect {
+  const seconds = [...new Set(scraped.map((x) => x.second))].filter((k) => k >= 0 && k < secondsP99.length).sort((a, b) => a - b);
+  const median = (xs: number[]) => {
+    const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    return v.length ? v[Math.floor((v.length - 1) / 2)]! : NaN;
+  };
+  const withSet = new Set(seconds);
+  return {
+    count: scraped.length,
+    wallMs: percentiles(scraped.map((x) => x.ms).filter((x) => Number.isFinite(x))),
+    seconds,
+    withScrape: median(seconds.map((k) => secondsP99[k]!)),
+    without: median(secondsP99.filter((_, k) => !withSet.has(k))),
+  };
+}

@@ -1,4 +1,4 @@
-import { cpuShare, findKnee, growth, nextBisectRate, parseRates, percentiles, rateMeets, secondsLine, type RateOutcome } from '../../bench/agent-stats';
+import { cpuShare, findKnee, growth, nextBisectRate, parseRates, percentiles, rateMeets, scrapeEffect, secondsLine, type RateOutcome } from '../../bench/agent-stats';
 import { changedInventoryReply } from '../../bench/agent-load';
 import { inventoryFor } from '../../bench/inventory';
 
@@ -80,5 +80,29 @@ describe('agent bench arithmetic', () => {
     const sizes = outputs.map((o) => o.memory.physical_bytes);
     expect(new Set([...sizes, (base.memory as { physical_bytes: number }).physical_bytes]).size).toBe(4);
     for (const o of outputs) expect({ ...o, memory: base.memory }).toEqual(base);
+  });
+});
+
+describe('what a window’s scrapes cost the polls', () => {
+  it('sets the seconds a scrape started in against the others, by the median of their p99s', () => {
+    const secondsP99 = [100, 10, 12, 90, 11, 13, 80, NaN];
+    const e = scrapeEffect(
+      [
+        { second: 0, ms: 40 },
+        { second: 3, ms: 30 },
+        { second: 6, ms: 50 },
+        // One that started after the window ended, and one that failed (NaN): neither is a second of the window or a wall time.
+        { second: 9, ms: 20 },
+        { second: 3, ms: NaN },
+      ],
+      secondsP99,
+    );
+    expect(e.count).toBe(5);
+    expect(e.seconds).toEqual([0, 3, 6]);
+    expect(e.withScrape).toBe(90);
+    // The others: 10, 11, 12, 13 (the unanswered second has no p99).
+    expect(e.without).toBe(11);
+    expect(e.wallMs.count).toBe(4);
+    expect(e.wallMs.max).toBe(50);
   });
 });
