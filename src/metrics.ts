@@ -8,7 +8,7 @@
 import { PerformanceObserver, constants as perf } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db/database';
-import { eventTallies, type TallyRow } from './db/event-tallies-repo';
+import { eventTallies, INSTALL_OUTCOMES, type TallyRow } from './db/event-tallies-repo';
 
 /**
  * The series each process keeps for itself (its resources, durations it
@@ -196,7 +196,6 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
       for (const r of await grouped('select status, openshift_version as release, count(*)::int as n from clusters group by 1, 2')) this.set({ status: r.status!, release: r.release! }, Number(r.n));
     },
   });
-  const EVENTS: Record<string, string> = { cluster_prepare_installation_started: 'started', cluster_installation_completed: 'succeeded', cluster_installation_failed: 'failed' };
   // Both counters come from one reading of the running totals per scrape (event-tallies-repo.ts), shared while it runs.
   let tallying: Promise<TallyRow[]> | undefined;
   const tallies = () => (tallying ??= eventTallies(db).finally(() => (tallying = undefined)));
@@ -208,7 +207,7 @@ export function createMetrics(db: Db): { registry: Registry; port: MetricsPort; 
     async collect() {
       const rows = (await tallies()).filter((r) => r.tally === 'installs');
       this.reset();
-      for (const { labels: [name, release, stage], n } of rows) this.inc({ outcome: EVENTS[name]!, release, failing_stage: stage }, n);
+      for (const { labels: [name, release, stage], n } of rows) this.inc({ outcome: INSTALL_OUTCOMES[name]!, release, failing_stage: stage }, n);
     },
   });
   new Gauge({

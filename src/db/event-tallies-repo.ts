@@ -33,7 +33,12 @@ export interface TallyRow {
 }
 export type TallyName = 'installs' | 'host_validation_failures';
 
-export const INSTALL_EVENTS = ['cluster_prepare_installation_started', 'cluster_installation_completed', 'cluster_installation_failed'] as const;
+/** The events the installs tally counts, and the outcome each stands for (landfall_installs_total's label). */
+export const INSTALL_OUTCOMES: Readonly<Record<string, 'started' | 'succeeded' | 'failed'>> = {
+  cluster_prepare_installation_started: 'started',
+  cluster_installation_completed: 'succeeded',
+  cluster_installation_failed: 'failed',
+};
 
 /**
  * Every tally's series over the events with after < seq ≤ upTo, by seq on
@@ -43,7 +48,7 @@ export const INSTALL_EVENTS = ['cluster_prepare_installation_started', 'cluster_
 const RANGE_SQL = `
   select 'installs' as tally, e.name as a, coalesce(c.openshift_version, 'unknown') as b, coalesce(e.props->>'failing_stage', '') as c, count(*)::bigint as n
     from events e left join clusters c on c.id = e.cluster_id
-   where e.seq > ? and e.seq <= ? and e.name in (${INSTALL_EVENTS.map((n) => `'${n}'`).join(', ')})
+   where e.seq > ? and e.seq <= ? and e.name in (${Object.keys(INSTALL_OUTCOMES).map((n) => `'${n}'`).join(', ')})
    group by 1, 2, 3, 4
   union all
   select 'host_validation_failures', coalesce(e.props->>'validation_id', 'unknown'), '', '', count(*)::bigint

@@ -55,16 +55,15 @@ async function clusterView(ctx: ServiceContext, clusterId: string, viewStamp: st
   }
   const hit = cache.get(clusterId);
   if (hit?.fingerprint === fingerprint) return hit;
-  let view: ClusterView | undefined;
-  // Stored by the refresh that moved the stamp: one row, not every host's inventory.
-  const stored = viewStamp ? await ctx.repos.clusters.getWithStepView(clusterId, viewStamp) : undefined;
-  if (stored?.peers) view = buildClusterView(fingerprint, stored.cluster, JSON.parse(stored.peers) as ClusterView['peers']);
-  else {
-    const cluster = stored?.cluster ?? (await ctx.repos.clusters.get(clusterId));
-    if (!cluster) return undefined;
+  // With a stamp, the cluster comes with the view the refresh stored under it: one row, not every host's inventory.
+  const stored = viewStamp ? await ctx.repos.clusters.getWithStepView(clusterId, viewStamp) : { cluster: await ctx.repos.clusters.get(clusterId), peers: null };
+  if (!stored?.cluster) return undefined;
+  let peers = stored.peers ? (JSON.parse(stored.peers) as ClusterView['peers']) : undefined;
+  if (!peers) {
     const hosts = await ctx.db<HostRow>('hosts').where({ cluster_id: clusterId }).whereNotNull('inventory').select('id', 'inventory');
-    view = buildClusterView(fingerprint, cluster, stepViewPeers(hosts.map((h) => ({ id: h.id, interfaces: parseJson<Inventory>(h.inventory)?.interfaces ?? [] }))));
+    peers = stepViewPeers(hosts.map((h) => ({ id: h.id, interfaces: parseJson<Inventory>(h.inventory)?.interfaces ?? [] })));
   }
+  const view = buildClusterView(fingerprint, stored.cluster, peers);
   cache.set(clusterId, view);
   if (cache.size > 10000) cache.delete(cache.keys().next().value!);
   return view;
