@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import * as Minio from 'minio';
 import { assertValidKey, streamToBuffer, type ObjectInfo, type ObjectStore } from './object-store';
@@ -9,6 +10,9 @@ export interface S3Settings {
   bucket: string;
   region: string;
 }
+
+/** Where streamed uploads go before they are copied to their key (see put); list() leaves it out. */
+const STAGING_PREFIX = '.staging/';
 
 /** MinIO or any S3-compatible service through the minio client. */
 export class S3ObjectStore implements ObjectStore {
@@ -50,8 +54,31 @@ export class S3ObjectStore implements ObjectStore {
   async put(key: string, body: Buffer | string | Readable, contentType = 'application/octet-stream'): Promise<ObjectInfo> {
     assertValidKey(key);
     await this.ensureBucket();
-    const data = typeof body === 'string' ? Buffer.from(body) : body;
-    await this.client.putObject(this.s.bucket, key, data, undefined, { 'Content-Type': contentType });
+    if (!(body instanceof Readable)) {
+      // One PUT: S3 makes the whole object visible at once, whoever else writes the key.
+      await this.client.putObject(this.s.bucket, key, typeof body === 'string' ? Buffer.from(body) : body, undefined, { 'Content-Type': contentType });
+      return (await this.stat(key))!;
+    }
+    // A stream of unknown length goes up as a multipart upload, and the minio
+    // client resumes any upload already open under the same key: two processes
+    // writing one key (both API replicas fetching the same base image at start)
+    // then share one upload, and whichever completes second fails with "The
+    // specified multipart upload does not exist". So each stream goes up under
+    // a key of its own and is copied, server-side, to its key.
+    const staging = `${STAGING_PREFIX}${randomUUID()}`;
+    try {
+      await this.client.putObject(this.s.bucket, staging, body, undefined, { 'Content-Type': contentType });
+      await this.client.composeObject(
+        new Minio.CopyDestinationOptions({ Bucket: this.s.bucket, Object: key }),
+        [new Minio.CopySourceOptions({ Bucket: this.s.bucket, Object: staging })],
+      );
+    } catch (err) {
+      // An upload that failed midway leaves its parts under the staging key, which no one will resume.
+      await this.client.removeIncompleteUpload(this.s.bucket, staging).catch(() => undefined);
+      throw err;
+    } finally {
+      await this.client.removeObject(this.s.bucket, staging).catch(() => undefined);
+    }
     return (await this.stat(key))!;
   }
 
@@ -107,7 +134,7 @@ export class S3ObjectStore implements ObjectStore {
     const out: ObjectInfo[] = [];
     const stream = this.client.listObjectsV2(this.s.bucket, prefix, true);
     for await (const item of stream as AsyncIterable<Minio.BucketItem>) {
-      if (item.name) out.push({ key: item.name, sizeBytes: item.size, modifiedAt: item.lastModified ?? new Date(0) });
+      if (item.name && !item.name.startsWith(STAGING_PREFIX)) out.push({ key: item.name, sizeBytes: item.size, modifiedAt: item.lastModified ?? new Date(0) });
     }
     return out.sort((a, b) => a.key.localeCompare(b.key));
   }

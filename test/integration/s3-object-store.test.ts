@@ -59,3 +59,36 @@ describe('S3ObjectStore against a real MinIO', () => {
     await expect(storeFor('landfall-roundtrip').put('../escape', 'x')).rejects.toThrow(/invalid object key/);
   });
 });
+
+describe('S3ObjectStore: two processes streaming one key at once', () => {
+  it('both succeed and the key holds one whole body, not a mix (the minio client would resume the other upload)', async () => {
+    // Two stores are two processes (two API replicas warming the same base image).
+    const first = storeFor('landfall-race');
+    const second = storeFor('landfall-race');
+    await first.ping();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let firstRead!: () => void;
+    const firstStarted = new Promise<void>((r) => (firstRead = r));
+    const slow = Readable.from((async function* () {
+      yield Buffer.alloc(256 * 1024, 1);
+      firstRead();
+      await gate;
+      yield Buffer.alloc(256 * 1024, 1);
+    })());
+    const slowPut = first.put('base-images/same.iso', slow);
+    // The first upload is open (its stream is being read) before the second starts.
+    await firstStarted;
+    const fast = Readable.from((function* () {
+      for (let i = 0; i < 4; i++) yield Buffer.alloc(128 * 1024, 2);
+    })());
+    await expect(second.put('base-images/same.iso', fast)).resolves.toMatchObject({ sizeBytes: 512 * 1024 });
+    release();
+    await expect(slowPut).resolves.toMatchObject({ sizeBytes: 512 * 1024 });
+    const body = await first.getBuffer('base-images/same.iso');
+    // The first finished last, so its body is the one kept, whole.
+    expect([body.length, body.every((b) => b === 1)]).toEqual([512 * 1024, true]);
+    // Nothing is left behind under the staging keys, and listing never shows them.
+    expect((await first.list('')).map((o) => o.key)).toEqual(['base-images/same.iso']);
+  });
+});
