@@ -13,12 +13,19 @@ export interface S3Settings {
 
 /** Where streamed uploads go before they are copied to their key (see put); list() leaves it out. */
 const STAGING_PREFIX = '.staging/';
+/**
+ * A staging object is visible only once its upload completed, and is copied
+ * and deleted within seconds of that: one older than this was left by a
+ * process that died in between, and is deleted (sweepStaging).
+ */
+export const STAGING_MAX_AGE_MS = 60 * 60_000;
 
 /** MinIO or any S3-compatible service through the minio client. */
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
   private readonly client: Minio.Client;
   private bucketReady = false;
+  private swept = false;
 
   constructor(private readonly s: S3Settings) {
     const url = new URL(s.endpoint);
@@ -49,6 +56,29 @@ export class S3ObjectStore implements ObjectStore {
       }
     }
     this.bucketReady = true;
+    if (!this.swept) {
+      this.swept = true;
+      // In the background: a process's first use of the store does not wait for it, and a failure costs only the space.
+      this.sweepStaging().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Deletes what streamed puts left under the staging prefix in processes that
+   * died between an upload and its copy (older than `maxAgeMs`); how many.
+   * Run once per process, at its first use of the store. Parts of uploads
+   * that never completed are not objects: MinIO drops them after a day
+   * itself; on AWS S3 a lifecycle rule (AbortIncompleteMultipartUpload) does.
+   */
+  async sweepStaging(maxAgeMs = STAGING_MAX_AGE_MS): Promise<number> {
+    const before = Date.now() - maxAgeMs;
+    const stale: string[] = [];
+    const stream = this.client.listObjectsV2(this.s.bucket, STAGING_PREFIX, true);
+    for await (const item of stream as AsyncIterable<Minio.BucketItem>) {
+      if (item.name && (item.lastModified?.getTime() ?? 0) <= before) stale.push(item.name);
+    }
+    for (const key of stale) await this.client.removeObject(this.s.bucket, key);
+    return stale.length;
   }
 
   async put(key: string, body: Buffer | string | Readable, contentType = 'application/octet-stream'): Promise<ObjectInfo> {

@@ -91,4 +91,15 @@ describe('S3ObjectStore: two processes streaming one key at once', () => {
     // Nothing is left behind under the staging keys, and listing never shows them.
     expect((await first.list('')).map((o) => o.key)).toEqual(['base-images/same.iso']);
   });
+
+  it('a staging object a dead process left is deleted by the sweep; a fresh one is not', async () => {
+    const store = storeFor('landfall-race');
+    // What a process that died between its upload and its copy leaves: an object under the staging prefix.
+    await store.put('.staging/left-behind', Buffer.alloc(10, 3));
+    expect(await store.sweepStaging()).toBe(0);
+    expect(await store.stat('.staging/left-behind')).not.toBeNull();
+    expect(await store.sweepStaging(0)).toBe(1);
+    expect(await store.stat('.staging/left-behind')).toBeNull();
+    expect(await store.stat('base-images/same.iso')).not.toBeNull();
+  });
 });
