@@ -38,7 +38,8 @@ import type { Logger } from '../logger';
 import { REFRESH_BATCH_TARGETS } from '../config';
 import type { ServiceContext } from './context';
 import type { RefreshPath } from '../metrics';
-import { refreshCluster, refreshClusters, refreshUnboundHost } from './refresh-service';
+import { lockedClustersSql, refreshCluster, refreshLockedClusters, refreshUnboundHost, type LockedClusterRow } from './refresh-service';
+import { SHED_EPISODE_JOIN } from '../db/service-pressure-repo';
 
 export const REFRESH_CHANNEL = 'landfall_refresh';
 
@@ -259,9 +260,15 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean,
 // CASE orders the evaluation: PostgreSQL sorts plain conditions by cost, and an array match costs more
 // than the lock function, so without it a scan could try the lock of every pending target, not only these.
 // Run without knex's builder (hotQuery): one of the statements every refresh makes.
-const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::text[])
+// With the claim, the same statement reads and locks the claimed clusters (as refreshClusters would, next): one
+// round trip fewer in every batch, whose refresher waits for a core after each (bench/README.md, 2026-11-30).
+// The claimed rows come as one JSON text on every row (a row with only that when no cluster was claimed).
+const CLAIM_BATCH_SQL = `with claimed as (delete from refresh_requests where target = any($1::text[])
                            and case when target = any($1::text[]) then pg_try_advisory_xact_lock($2, hashtext(target)) and ${SOFT_COMMIT_SQL} is not null else false end
-                         returning target, cluster_id, infra_env_id, host_id, ${WAITED_SQL}`;
+                         returning target, cluster_id, infra_env_id, host_id, ${WAITED_SQL})
+                         select cl.j::text as lf_claimed, k.*
+                           from (select json_agg(claimed) as j from claimed) cl
+                           left join (${lockedClustersSql('c.id in (select cluster_id from claimed)', '$3')}) k on true`;
 
 /**
  * Refreshes several targets in one transaction: claims those no other
@@ -272,10 +279,12 @@ const CLAIM_BATCH_SQL = `delete from refresh_requests where target = any($1::tex
  */
 async function refreshBatch(ctx: ServiceContext, targets: string[]): Promise<string[]> {
   return reported(ctx, 'refresher', async (trx, claimed) => {
-    const rows = await hotQuery<RequestRow & Claimed>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE]);
+    const read = await hotQuery<Partial<LockedClusterRow> & { lf_claimed: string | null }>(trx, CLAIM_BATCH_SQL, [targets, LOCK_SPACE, SHED_EPISODE_JOIN.name]);
+    const rows = JSON.parse(read[0]?.lf_claimed ?? '[]') as Array<RequestRow & Claimed>;
     if (rows.length) claimed(rows);
-    const clusterIds = [...new Set(rows.flatMap((r) => (r.cluster_id ? [r.cluster_id] : [])))];
-    if (clusterIds.length) await refreshClusters(ctx, trx, clusterIds);
+    // Each row a claimed cluster, locked (none: the one row has only the claim).
+    const locked = read.flatMap(({ lf_claimed: _c, ...cluster }) => (cluster.id ? [cluster as LockedClusterRow] : []));
+    if (locked.length) await refreshLockedClusters(ctx, trx, locked);
     const unbound = new Map(rows.filter((r) => !r.cluster_id).map((r) => [r.target, r]));
     for (const r of unbound.values()) {
       const host = await ctx.repos.hosts.getForUpdate({ infraEnvId: r.infra_env_id!, hostId: r.host_id! }, trx);
@@ -349,16 +358,47 @@ export const REFRESH_CONCURRENCY = 1;
  */
 export { REFRESH_BATCH_TARGETS };
 
+/**
+ * A drain's read of the queue: up to 16 targets whose first request has
+ * waited its window (`$2` ms; the facts that arrive meanwhile share the
+ * refresh), oldest first, leaving out those another refresher holds (`$1`);
+ * and, in the same round trip, how long until the oldest pending request's
+ * window ends (≤ 0: due now), counting held targets too — what the refresher
+ * reads when a drain ends, to know its next turn (it was a statement of its
+ * own, after every drain). A fixed text without knex's builder (hotQuery).
+ */
+const DRAIN_READ_SQL = `with g as (select target, min(id) as first, (extract(epoch from min(requested_at) - clock_timestamp()) * 1000)::float8 + $2 as wait_ms
+                                  from refresh_requests group by target)
+                        select (select min(wait_ms) from g) as next_ms,
+                               (select array_agg(target order by first) from (select target, first from g where wait_ms <= 0 and not (target = any($1::text[]))
+                                                                               order by first limit 16) d) as due`;
+
 /** Refreshes pending targets, oldest first, until none is left or `budget` were done; how many were done. */
 export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinity, logger?: Logger, minAgeMs = 0, concurrency = 1, batchTargets = REFRESH_BATCH_TARGETS): Promise<number> {
+  return (await drainQueue(ctx, { budget, logger, minAgeMs, concurrency, batchTargets })).done;
+}
+
+/**
+ * drainRefreshRequests, also saying when the next request's window ends as
+ * the last read of the queue found it (ms from that read; ≤ 0: one was due
+ * but held by another refresher; undefined: none pending, or the budget
+ * ended the drain). `beforeRead` runs before each read of the queue.
+ */
+async function drainQueue(
+  ctx: ServiceContext,
+  o: { budget: number; logger?: Logger; minAgeMs: number; concurrency: number; batchTargets: number; beforeRead?: () => void },
+): Promise<{ done: number; nextMs: number | undefined }> {
+  const { budget, logger, minAgeMs, concurrency, batchTargets } = o;
   let done = 0;
+  let nextMs: number | undefined;
   const busy = new Set<string>();
   while (done < budget) {
-    const query = ctx.db('refresh_requests').whereNotIn('target', [...busy]).groupBy('target').select('target').min('id as first').orderBy('first').limit(16);
-    // Only targets whose first request waited the window: the facts that arrive meanwhile share the refresh.
-    if (minAgeMs > 0) query.havingRaw('min(requested_at) <= clock_timestamp() - make_interval(secs => ?)', [minAgeMs / 1000]);
-    const batch = ((await query) as Array<{ target: string }>).slice(0, Math.max(0, budget - done));
+    o.beforeRead?.();
+    const read = (await hotQuery<{ next_ms: number | null; due: string[] | null }>(ctx.db, DRAIN_READ_SQL, [[...busy], minAgeMs]))[0];
+    nextMs = read?.next_ms ?? undefined;
+    const batch = (read?.due ?? []).slice(0, Math.max(0, budget - done)).map((target) => ({ target }));
     if (!batch.length) break;
+    nextMs = undefined;
     // Each lane refreshes its share of the batch in one transaction (refreshBatch).
     const laneCount = Math.min(Math.max(1, concurrency), batch.length);
     const shares = Array.from({ length: laneCount }, (_, i) => batch.filter((_, j) => j % laneCount === i).map((b) => b.target));
@@ -391,10 +431,10 @@ export async function drainRefreshRequests(ctx: ServiceContext, budget = Infinit
     const lanes = shares.map(lane);
     // Every lane ends before a failure is passed on: no refresh is left running behind the caller.
     const outcomes = await Promise.allSettled(lanes);
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    const failed = outcomes.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   }
-  return done;
+  return { done, nextMs };
 }
 
 /**
@@ -486,14 +526,15 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
     );
   };
 
-  /** When the oldest pending request's window ends, by the database's clock as the drain reads it (undefined: none pending). */
-  const nextTurn = async (): Promise<number | undefined> => {
-    const rows = await hotQuery<{ wait_ms: number | null }>(ctx.db, 'select (extract(epoch from min(requested_at) - clock_timestamp()) * 1000)::float8 as wait_ms from refresh_requests', []);
-    const wait = rows[0]?.wait_ms;
-    if (wait === null || wait === undefined) return undefined;
+  /**
+   * The next turn after a drain: when the oldest pending request's window
+   * ends, by the database's clock as the drain's last read found it (nextMs;
+   * undefined: none pending).
+   */
+  const nextTurn = (inMs: number | undefined): number | undefined => {
+    if (inMs === undefined) return undefined;
     // Past its window after a drain: it came due while the drain ended, or another refresher holds it (and covers it).
     // Either way soon, but not at once: a target held for a while must not make this refresher spin.
-    const inMs = wait + minAgeMs;
     return Date.now() + (inMs > 0 ? inMs + 1 : Math.max(10, minAgeMs / 5));
   };
 
@@ -507,10 +548,17 @@ export function startRefresher(ctx: ServiceContext, databaseUrl: string, logger?
       do {
         again = false;
         try {
-          await drainRefreshRequests(ctx, Infinity, logger, minAgeMs, opts.concurrency ?? REFRESH_CONCURRENCY, opts.batchTargets ?? REFRESH_BATCH_TARGETS);
+          const { nextMs } = await drainQueue(ctx, {
+            budget: Infinity,
+            logger,
+            minAgeMs,
+            concurrency: opts.concurrency ?? REFRESH_CONCURRENCY,
+            batchTargets: opts.batchTargets ?? REFRESH_BATCH_TARGETS,
+            // A notification counts from the read that may not have seen its request: the last one, which ends the drain.
+            beforeRead: () => (woken = false),
+          });
           // Requests younger than the window, some made while the drain ran: a drain when the oldest one's turn comes.
-          woken = false;
-          const at = await nextTurn();
+          const at = nextTurn(nextMs);
           if (at !== undefined) schedule(at);
           // One made while the queue was read comes due a window from now at the latest (a turn set sooner covers it).
           // Not read again: under a stream of reports that would loop here, and a turn that came due could not drain.

@@ -327,9 +327,21 @@ const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.fact
  * user's edit), but not a host registering (its insert only needs the
  * cluster's key), so a registration never waits for a refresh to finish.
  */
-const CLUSTERS_SQL = `select c.*, s.started_at as lf_shed_started_at, s.last_at as lf_shed_last_at
-                        from clusters c left join ${SHED_EPISODE_JOIN.table} s on s.name = $2
-                       where c.id = any($1::uuid[]) order by c.id for no key update of c`;
+const CLUSTERS_SQL = lockedClustersSql('c.id = any($1::uuid[])', '$2');
+
+/**
+ * The locking read of clusters (CLUSTERS_SQL), for those `where` names: each
+ * cluster's row with the service's latest shed episode (`shedName`, the
+ * parameter that holds SHED_EPISODE_JOIN.name), locked in id order. A
+ * statement may put it in its own (the refresher's claim: refresh-queue.ts),
+ * and hands the rows to refreshLockedClusters.
+ */
+export function lockedClustersSql(where: string, shedName: string): string {
+  return `select c.*, s.started_at as lf_shed_started_at, s.last_at as lf_shed_last_at
+            from clusters c left join ${SHED_EPISODE_JOIN.table} s on s.name = ${shedName}
+           where ${where} order by c.id for no key update of c`;
+}
+export type LockedClusterRow = ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null };
 const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
 
 /** Drops the `count` least recently stored hosts of the copy (a Map keeps insertion order; remember re-inserts). */
@@ -422,7 +434,11 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
  * a refresh's cost).
  */
 async function readClusters(trx: Knex.Transaction, ids: string[]): Promise<ClusterRead[]> {
-  const rows = await hotQuery<ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null }>(trx, CLUSTERS_SQL, [[...new Set(ids)].sort(), SHED_EPISODE_JOIN.name]);
+  return withHosts(trx, await hotQuery<LockedClusterRow>(trx, CLUSTERS_SQL, [[...new Set(ids)].sort(), SHED_EPISODE_JOIN.name]));
+}
+
+/** Clusters read locked (lockedClustersSql), with their hosts. */
+async function withHosts(trx: Knex.Transaction, rows: LockedClusterRow[]): Promise<ClusterRead[]> {
   if (!rows.length) return [];
   const shedding = shedEpisodeOf(rows[0]!.lf_shed_started_at, rows[0]!.lf_shed_last_at);
   // The row as the cluster's own columns: it is written back and presented.
@@ -459,6 +475,13 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
  */
 export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
   const reads = await readClusters(trx, clusterIds);
+  await refreshReads(ctx, trx, reads);
+  return reads.length;
+}
+
+/** refreshClusters for clusters the caller's statement already read and locked (lockedClustersSql's rows, in id order). */
+export async function refreshLockedClusters(ctx: ServiceContext, trx: Knex.Transaction, rows: LockedClusterRow[]): Promise<number> {
+  const reads = await withHosts(trx, rows);
   await refreshReads(ctx, trx, reads);
   return reads.length;
 }
