@@ -159,7 +159,8 @@ export function hostFacts(h: HostRow, nowMs: number, memo?: ReportMemo, shedding
   const kept = memo ? (memo.get('inventory')?.value as KeptInventory | undefined) : undefined;
   const inventory = memo ? undefined : report<Inventory>(h, 'inventory', undefined);
   const disks = report<{ io_sync_duration?: number }>(h, 'disks_info', memo);
-  const checkedIn = h.checked_in_at ? new Date(h.checked_in_at).getTime() : undefined;
+  // pg's rows hold a Date already; other callers' may hold the text.
+  const checkedIn = h.checked_in_at ? (h.checked_in_at instanceof Date ? h.checked_in_at.getTime() : new Date(h.checked_in_at).getTime()) : undefined;
   const facts = {
     id: h.id,
     status: h.status,

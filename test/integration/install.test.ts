@@ -75,6 +75,9 @@ describe('install orchestration', () => {
       expect(metrics).toMatch(/^landfall_installs_total\{outcome="succeeded",release="1\.31",failing_stage=""\} [1-9]/m);
       expect(metrics).toMatch(/^landfall_host_install_stage_duration_seconds_count\{stage="Installing",role="(master|worker|bootstrap)"\} [1-9]/m);
       expect(metrics).toMatch(/^landfall_host_registration_to_known_seconds_count [1-9]/m);
+      // A time, not NaN: measured from the host's created_at as its refresh wrote it.
+      const toKnown = Number(/^landfall_host_registration_to_known_seconds_sum (\S+)/m.exec(metrics)?.[1]);
+      expect(Number.isFinite(toKnown) && toKnown >= 0).toBe(true);
       expect(metrics).toMatch(/^landfall_hosts\{status="installed"\} [1-9]/m);
       const { spawnSync } = await import('node:child_process');
       const promtool = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
