@@ -260,7 +260,7 @@ async function refreshTarget(ctx: ServiceContext, target: string, wait: boolean,
 // CASE orders the evaluation: PostgreSQL sorts plain conditions by cost, and an array match costs more
 // than the lock function, so without it a scan could try the lock of every pending target, not only these.
 // Run without knex's builder (hotQuery): one of the statements every refresh makes.
-// With the claim, the same statement reads and locks the claimed clusters (as refreshClusters would, next): one
+// With the claim, the same statement reads and locks the claimed clusters (as refreshCluster's own read would): one
 // round trip fewer in every batch, whose refresher waits for a core after each (bench/README.md, 2026-11-30).
 // The claimed rows come as one JSON text on every row (a row with only that when no cluster was claimed).
 const CLAIM_BATCH_SQL = `with claimed as (delete from refresh_requests where target = any($1::text[])
@@ -273,7 +273,7 @@ const CLAIM_BATCH_SQL = `with claimed as (delete from refresh_requests where tar
 /**
  * Refreshes several targets in one transaction: claims those no other
  * refresher holds (each its advisory lock, as refreshTarget), then reads and
- * refreshes their clusters together (refreshClusters: a handful of
+ * refreshes their clusters together (refreshLockedClusters: a handful of
  * statements for the batch instead of a handful per target). The targets
  * claimed. A failure rolls the whole batch back; its requests stay.
  */

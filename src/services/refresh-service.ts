@@ -473,16 +473,11 @@ export async function refreshCluster(ctx: ServiceContext, trx: Knex.Transaction,
 }
 
 /**
- * Several clusters in the caller's transaction: read together (readClusters),
- * then each refreshed as refreshCluster would. How many were found.
+ * Several clusters in the caller's transaction, which its own statement
+ * already read and locked (lockedClustersSql's rows, in id order): their
+ * hosts read together, then each refreshed as refreshCluster would. How many
+ * were found.
  */
-export async function refreshClusters(ctx: ServiceContext, trx: Knex.Transaction, clusterIds: string[]): Promise<number> {
-  const reads = await readClusters(trx, clusterIds);
-  await refreshReads(ctx, trx, reads);
-  return reads.length;
-}
-
-/** refreshClusters for clusters the caller's statement already read and locked (lockedClustersSql's rows, in id order). */
 export async function refreshLockedClusters(ctx: ServiceContext, trx: Knex.Transaction, rows: LockedClusterRow[]): Promise<number> {
   const reads = await withHosts(trx, rows);
   await refreshReads(ctx, trx, reads);
