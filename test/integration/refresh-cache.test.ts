@@ -331,6 +331,30 @@ describe('a refresh re-validates only hosts whose inputs changed', () => {
     await refresh(env);
     expect(await validation(env.hostIds[2]!, 'connected')).toBe('failure');
   });
+
+  it('follows time alone: a host whose row did not change since the last refresh goes disconnected when its silence passes the limit', async () => {
+    const env = await newCluster('clock', 2, 83);
+    const versions = async () => ((await db('hosts').whereIn('id', env.hostIds).orderBy('id').select('facts_version')) as Array<{ facts_version: string }>).map((r) => r.facts_version);
+    // Refreshed until a refresh writes nothing: the next one finds every row as this process last read it.
+    let before = await versions();
+    for (let i = 0; i < 4; i++) {
+      await refresh(env);
+      const after = await versions();
+      if (after.join() === before.join()) break;
+      before = after;
+    }
+    await refresh(env);
+    expect(await versions()).toEqual(before);
+    expect(await validation(env.hostIds[1]!, 'connected')).toBe('success');
+    // The same rows, read an hour later by the service's clock: the refresh keeps no facts that stop time.
+    const later = { ...ctx, now: () => new Date(Date.now() + 3_600_000) };
+    await db.transaction((trx) => refreshCluster(later, trx, env.clusterId));
+    expect(await validation(env.hostIds[1]!, 'connected')).toBe('failure');
+    // And back: polled now, it is connected again.
+    await db('hosts').where({ id: env.hostIds[1] }).update({ checked_in_at: new Date() });
+    await refresh(env);
+    expect(await validation(env.hostIds[1]!, 'connected')).toBe('success');
+  });
 });
 
 describe('a refresher works on several clusters at a time', () => {
