@@ -395,13 +395,14 @@ async function drainQueue(
   while (done < budget) {
     o.beforeRead?.();
     const read = (await hotQuery<{ next_ms: number | null; due: string[] | null }>(ctx.db, DRAIN_READ_SQL, [[...busy], minAgeMs]))[0];
-    nextMs = read?.next_ms ?? undefined;
-    const batch = (read?.due ?? []).slice(0, Math.max(0, budget - done)).map((target) => ({ target }));
-    if (!batch.length) break;
-    nextMs = undefined;
+    const batch = (read?.due ?? []).slice(0, Math.max(0, budget - done));
+    if (!batch.length) {
+      nextMs = read?.next_ms ?? undefined;
+      break;
+    }
     // Each lane refreshes its share of the batch in one transaction (refreshBatch).
     const laneCount = Math.min(Math.max(1, concurrency), batch.length);
-    const shares = Array.from({ length: laneCount }, (_, i) => batch.filter((_, j) => j % laneCount === i).map((b) => b.target));
+    const shares = Array.from({ length: laneCount }, (_, i) => batch.filter((_, j) => j % laneCount === i));
     const lane = async (share: string[]): Promise<void> => {
       for (let i = 0; i < share.length; i += batchTargets) await refreshChunk(share.slice(i, i + batchTargets));
     };
