@@ -72,12 +72,8 @@ export class S3ObjectStore implements ObjectStore {
    */
   async sweepStaging(maxAgeMs = STAGING_MAX_AGE_MS): Promise<number> {
     const before = Date.now() - maxAgeMs;
-    const stale: string[] = [];
-    const stream = this.client.listObjectsV2(this.s.bucket, STAGING_PREFIX, true);
-    for await (const item of stream as AsyncIterable<Minio.BucketItem>) {
-      if (item.name && (item.lastModified?.getTime() ?? 0) <= before) stale.push(item.name);
-    }
-    for (const key of stale) await this.client.removeObject(this.s.bucket, key);
+    const stale = (await this.objects(STAGING_PREFIX)).filter((o) => o.modifiedAt.getTime() <= before);
+    for (const { key } of stale) await this.client.removeObject(this.s.bucket, key);
     return stale.length;
   }
 
@@ -161,12 +157,17 @@ export class S3ObjectStore implements ObjectStore {
 
   async list(prefix: string): Promise<ObjectInfo[]> {
     await this.ensureBucket();
+    return (await this.objects(prefix)).filter((o) => !o.key.startsWith(STAGING_PREFIX)).sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /** Every object under a prefix, staging ones too (list leaves those out; sweepStaging wants only them). */
+  private async objects(prefix: string): Promise<ObjectInfo[]> {
     const out: ObjectInfo[] = [];
     const stream = this.client.listObjectsV2(this.s.bucket, prefix, true);
     for await (const item of stream as AsyncIterable<Minio.BucketItem>) {
-      if (item.name && !item.name.startsWith(STAGING_PREFIX)) out.push({ key: item.name, sizeBytes: item.size, modifiedAt: item.lastModified ?? new Date(0) });
+      if (item.name) out.push({ key: item.name, sizeBytes: item.size, modifiedAt: item.lastModified ?? new Date(0) });
     }
-    return out.sort((a, b) => a.key.localeCompare(b.key));
+    return out;
   }
 
   async ping(): Promise<void> {
