@@ -10,10 +10,10 @@ import path from 'node:path';
 import type { AgentConfig } from './config';
 import { diagnose, formatDiagnosis, type Diagnosis } from './diagnostics';
 import { NetworkError, ServiceClient, backoffMs, sleep, type HttpAnswer } from './service-client';
-import { InstallStopped, runStep } from './steps';
+import { InstallStopped, resumeInstall, runStep, type StepContext } from './steps';
 import { Outbox, type OutboxItem } from './outbox';
 import { StartedSteps } from './started-steps';
-import type { Executor, Steps } from './types';
+import type { Executor, StepResult, Steps } from './types';
 
 export interface AgentLog {
   info(msg: string, data?: Record<string, unknown>): void;
@@ -190,34 +190,9 @@ export class HostAgent {
     return false;
   }
 
-  /** One poll: fetch steps, run them concurrently, post results. Returns seconds to wait, or null to exit. */
-  async pollOnce(signal: AbortSignal): Promise<number | null> {
-    const ts = Math.floor(this.now() / 1000 + this.executor.clockOffsetSeconds());
-    let answer: HttpAnswer;
-    try {
-      answer = await this.client.request('GET', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions?timestamp=${ts}`, undefined, signal);
-    } catch (err) {
-      // A failed poll may have lost our replies in flight: forget what we think the service has.
-      this.replyCache.clear();
-      this.stats.failures++;
-      this.recordFailure({ error: err instanceof NetworkError ? err.cause : err });
-      return -1;
-    }
-    this.stats.polls++;
-    if (answer.status === 404) {
-      this.log.warn('the service no longer knows this host; registering again', { hostId: this.hostId });
-      this.replyCache.clear();
-      return (await this.register(signal)) ? 0 : null;
-    }
-    if (answer.status !== 200) {
-      this.stats.failures++;
-      this.recordFailure({ status: answer.status, body: answer.text });
-      return -1;
-    }
-    await this.uploadDiagnosis(signal);
-    const steps = answer.json<Steps>();
-    for (const step of steps.instructions ?? []) this.stats.steps[step.step_type] = (this.stats.steps[step.step_type] ?? 0) + 1;
-    const ctx = {
+  /** What a step reaches the service (and this agent's ledger) through; reports go through the outbox. */
+  private stepContext(signal: AbortSignal): StepContext {
+    return {
       executor: this.executor,
       reportProgress: async (stage: string, info?: string) => {
         // Through the outbox: a report the service cannot take now is kept and sent later, in order, never dropped.
@@ -261,7 +236,39 @@ export class HostAgent {
       },
       agentLog: () => this.recentLog(),
       warn: (msg: string, data?: Record<string, unknown>) => this.log.warn(msg, data),
+      installStage: (stepId: string, stage: string) => this.startedSteps.stage(stepId, stage),
+      installRebooted: (stepId: string, args: Record<string, unknown>) => this.startedSteps.rebooted(stepId, args),
     };
+  }
+
+  /** One poll: fetch steps, run them concurrently, post results. Returns seconds to wait, or null to exit. */
+  async pollOnce(signal: AbortSignal): Promise<number | null> {
+    const ts = Math.floor(this.now() / 1000 + this.executor.clockOffsetSeconds());
+    let answer: HttpAnswer;
+    try {
+      answer = await this.client.request('GET', `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions?timestamp=${ts}`, undefined, signal);
+    } catch (err) {
+      // A failed poll may have lost our replies in flight: forget what we think the service has.
+      this.replyCache.clear();
+      this.stats.failures++;
+      this.recordFailure({ error: err instanceof NetworkError ? err.cause : err });
+      return -1;
+    }
+    this.stats.polls++;
+    if (answer.status === 404) {
+      this.log.warn('the service no longer knows this host; registering again', { hostId: this.hostId });
+      this.replyCache.clear();
+      return (await this.register(signal)) ? 0 : null;
+    }
+    if (answer.status !== 200) {
+      this.stats.failures++;
+      this.recordFailure({ status: answer.status, body: answer.text });
+      return -1;
+    }
+    await this.uploadDiagnosis(signal);
+    const steps = answer.json<Steps>();
+    for (const step of steps.instructions ?? []) this.stats.steps[step.step_type] = (this.stats.steps[step.step_type] ?? 0) + 1;
+    const ctx = this.stepContext(signal);
     await Promise.all(
       (steps.instructions ?? []).map(async (step) => {
         // An install step runs once per step id, even when the service sends it again.
@@ -305,19 +312,31 @@ export class HostAgent {
    * host stayed up: the disk may be half-written. It is not run again (the
    * service's resend, if any, finds it claimed); its failure is reported with
    * the reason, so the host shows why and a retry (a new step id) installs it.
+   * A step that got past the host's reboot did write the disk whole: where the
+   * executor plays the installed cluster's side, that side carries on, as a
+   * restarted in-cluster controller does, and the step is answered as it ends.
    */
-  private async reportInterruptedInstalls(signal: AbortSignal): Promise<void> {
-    for (const stepId of this.startedSteps.interrupted()) {
-      const error = `the agent stopped while running install step ${stepId} (the agent process was killed or crashed; the host did not reboot) and does not run a step twice: the disk may be half-written; retry the host to install it again`;
-      this.log.warn('an install step was cut short by an agent restart; reporting it failed', { step: stepId });
-      await this.outbox(signal).post({ kind: 'reply', method: 'POST', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, body: { step_type: 'install', step_id: stepId, exit_code: 1, output: '', error } });
-      this.startedSteps.finish(stepId);
+  private async settleInterruptedInstalls(signal: AbortSignal): Promise<void> {
+    for (const step of this.startedSteps.unfinished()) {
+      let result: StepResult;
+      if (step.rebooted && this.executor.resumeInstalled) {
+        this.log.warn('an install step past the host reboot was cut short by an agent restart; the installed side carries on', { step: step.id });
+        result = await resumeInstall(step.id, step.rebooted, step.stage, this.stepContext(signal), signal);
+        if (signal.aborted) return;
+      } else {
+        const where = step.stage ? `at stage "${step.stage}"` : 'before it reported a stage';
+        const error = `the agent stopped while running install step ${step.id} ${where} (the agent process was killed or crashed; the host did not reboot) and does not run a step twice: the disk may be half-written; retry the host to install it again`;
+        this.log.warn('an install step was cut short by an agent restart; reporting it failed', { step: step.id, stage: step.stage });
+        result = { exit_code: 1, output: '', error };
+      }
+      await this.outbox(signal).post({ kind: 'reply', method: 'POST', path: `/infra-envs/${this.cfg.infraEnvId}/hosts/${this.hostId}/instructions`, body: { step_type: 'install', step_id: step.id, ...result } });
+      this.startedSteps.finish(step.id);
     }
   }
 
   async run(signal: AbortSignal): Promise<void> {
     if (!(await this.register(signal))) return;
-    await this.reportInterruptedInstalls(signal);
+    await this.settleInterruptedInstalls(signal);
     let failures = 0;
     while (!signal.aborted) {
       const wait = await this.pollOnce(signal);

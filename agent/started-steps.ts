@@ -7,6 +7,12 @@
  * was cut short by the agent itself stopping (killed, crashed): the restarted
  * agent reports that instead of running it again (the disk may be
  * half-written; only a retry of the host, a new step id, installs it).
+ * Two things more are kept per step: the last stage it reported (what the host
+ * was doing when it stopped), and whether it got past the reboot into the
+ * installed OS with the step's arguments: past that point the disk is whole
+ * and what the step still does is the installed cluster's (a simulated host
+ * plays the in-cluster controller), which carries on after a restart instead
+ * of being reported as failed.
  *
  * Beside the ledger, an append-only journal (`<name>.log`) has one line per
  * install step actually run: the host's own record of what it executed, read
@@ -18,6 +24,9 @@ import path from 'node:path';
 interface Entry {
   id: string;
   finished: boolean;
+  stage?: string;
+  /** The step's arguments, once the host got past its reboot into the installed OS. */
+  rebooted?: Record<string, unknown>;
 }
 
 export class StartedSteps {
@@ -58,9 +67,30 @@ export class StartedSteps {
     this.save();
   }
 
+  /** The step reported entering a stage (kept so a restart, and whoever reads the ledger, knows where it stopped). */
+  stage(stepId: string, stage: string): void {
+    const e = this.entries.get(stepId);
+    if (!e || e.finished || e.stage === stage) return;
+    e.stage = stage;
+    this.save();
+  }
+
+  /** The host is past its reboot into the installed OS: its disk is whole. */
+  rebooted(stepId: string, args: Record<string, unknown>): void {
+    const e = this.entries.get(stepId);
+    if (!e || e.finished) return;
+    e.rebooted = args;
+    this.save();
+  }
+
   /** Steps started by an earlier run of this agent that never finished: it stopped while running them. */
   interrupted(): string[] {
-    return [...this.entries.values()].filter((e) => !e.finished).map((e) => e.id);
+    return this.unfinished().map((e) => e.id);
+  }
+
+  /** The unfinished steps with where each stopped: the last stage reported, and the arguments kept at the reboot if it got that far. */
+  unfinished(): Array<Readonly<Entry>> {
+    return [...this.entries.values()].filter((e) => !e.finished);
   }
 
   private load(): Entry[] {
@@ -68,7 +98,7 @@ export class StartedSteps {
     try {
       const v = JSON.parse(readFileSync(this.file, 'utf8')) as unknown;
       // The first format was a list of ids with no end recorded: taken as finished (nothing to report).
-      return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? { id: x, finished: true } : { id: String((x as Entry).id), finished: Boolean((x as Entry).finished) })) : [];
+      return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? { id: x, finished: true } : readEntry(x as Entry))) : [];
     } catch {
       return [];
     }
@@ -85,4 +115,11 @@ export class StartedSteps {
       /* in memory it still holds for this process */
     }
   }
+}
+
+function readEntry(x: Entry): Entry {
+  const e: Entry = { id: String(x.id), finished: Boolean(x.finished) };
+  if (typeof x.stage === 'string') e.stage = x.stage;
+  if (x.rebooted && typeof x.rebooted === 'object') e.rebooted = x.rebooted;
+  return e;
 }

@@ -5,7 +5,7 @@
  * type, unparsable args) becomes a non-zero exit code with an error text, and
  * every step is cut off by its timeout so one hung command cannot stall a host.
  */
-import type { Executor, Step, StepResult } from './types';
+import type { Executor, InstallIo, Step, StepResult } from './types';
 
 export interface StepContext {
   executor: Executor;
@@ -23,6 +23,9 @@ export interface StepContext {
   clusterStatus?(clusterId: string): Promise<string | undefined>;
   reportComponent?(clusterId: string, name: string, status: string): Promise<void>;
   monitoredOperators?(clusterId: string): Promise<string[]>;
+  /** An install step entered a stage, and got past the host's reboot: kept in the agent's ledger of started steps. */
+  installStage?(stepId: string, stage: string): void;
+  installRebooted?(stepId: string, args: Record<string, unknown>): void;
 }
 
 /** Timeouts per step type (AS: disk speed 8 min, image availability 16 min). */
@@ -68,6 +71,38 @@ export async function gatherAndUploadLogs(ctx: StepContext, args: Record<string,
   await ctx.executor.logsGather(args, (tgz) => ctx.uploadLogs(tgz, args), signal, { agentLog: ctx.agentLog?.() ?? [] });
 }
 
+/** What an install step's executor reaches the service and the agent's ledger through. */
+function installIo(stepId: string, args: Record<string, unknown>, ctx: StepContext, sig: AbortSignal): InstallIo {
+  const clusterId = String(args.cluster_id ?? '');
+  return {
+    report: async (stage, info) => {
+      ctx.installStage?.(stepId, stage);
+      await ctx.reportProgress(stage, info);
+    },
+    clusterStatus: async () => ctx.clusterStatus?.(clusterId),
+    reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
+    monitoredOperators: async () => (await ctx.monitoredOperators?.(clusterId)) ?? [],
+    // Logs are best effort: an install never fails because its logs could not be uploaded.
+    uploadHostLogs: () => gatherAndUploadLogs(ctx, { ...args, reason: 'before-reboot' }, sig, true).catch((e: Error) => ctx.warn?.('logs upload before reboot failed', { error: e.message })),
+    uploadControllerLogs: async (tgz) => ctx.uploadControllerLogs?.(clusterId, tgz).catch((e: Error) => ctx.warn?.('controller logs upload failed', { error: e.message })),
+    rebooted: () => ctx.installRebooted?.(stepId, args),
+  };
+}
+
+/**
+ * The rest of an install step an earlier run of the agent started and left
+ * past the host's reboot: the installed cluster's side, resumed (see
+ * Executor.resumeInstalled). Its answer is the step's.
+ */
+export async function resumeInstall(stepId: string, args: Record<string, unknown>, lastStage: string | undefined, ctx: StepContext, signal: AbortSignal): Promise<StepResult> {
+  try {
+    await ctx.executor.resumeInstalled!(args, lastStage, installIo(stepId, args, ctx, signal), signal);
+    return { exit_code: 0, output: '', error: '' };
+  } catch (err) {
+    return { exit_code: 1, output: '', error: ((err as Error)?.message ?? String(err)).slice(0, 2000) };
+  }
+}
+
 const HANDLERS: Record<string, Handler> = {
   inventory: (_s, ctx) => ctx.executor.inventory(),
   'connectivity-check': (s, ctx, sig) => ctx.executor.connectivityCheck(jsonArg(s), sig),
@@ -77,26 +112,12 @@ const HANDLERS: Record<string, Handler> = {
   'installation-disk-speed-check': (s, ctx, sig) => ctx.executor.diskSpeedCheck(jsonArg(s), sig),
   install: async (s, ctx, sig) => {
     const args = jsonArg<Record<string, unknown>>(s);
-    const clusterId = String(args.cluster_id ?? '');
-    const logsArgs = { ...args, reason: 'install' };
     try {
-      await ctx.executor.install(
-        args,
-        {
-          report: (stage, info) => ctx.reportProgress(stage, info),
-          clusterStatus: async () => ctx.clusterStatus?.(clusterId),
-          reportComponent: async (name, status) => ctx.reportComponent?.(clusterId, name, status),
-          monitoredOperators: async () => (await ctx.monitoredOperators?.(clusterId)) ?? [],
-          // Logs are best effort: an install never fails because its logs could not be uploaded.
-          uploadHostLogs: () => gatherAndUploadLogs(ctx, { ...logsArgs, reason: 'before-reboot' }, sig, true).catch((e: Error) => ctx.warn?.('logs upload before reboot failed', { error: e.message })),
-          uploadControllerLogs: async (tgz) => ctx.uploadControllerLogs?.(clusterId, tgz).catch((e: Error) => ctx.warn?.('controller logs upload failed', { error: e.message })),
-        },
-        sig,
-      );
+      await ctx.executor.install(args, installIo(s.step_id, args, ctx, sig), sig);
     } catch (err) {
       // A failed install uploads its logs at once, so the person at the console need not ask; a stopped one is asked by the service.
       if (!sig.aborted && !(err instanceof InstallStopped)) {
-        await gatherAndUploadLogs(ctx, { ...logsArgs, reason: 'install-failed', error: (err as Error)?.message }, sig, true).catch((e: Error) => ctx.warn?.('logs upload after the failed install failed', { error: e.message }));
+        await gatherAndUploadLogs(ctx, { ...args, reason: 'install-failed', error: (err as Error)?.message }, sig, true).catch((e: Error) => ctx.warn?.('logs upload after the failed install failed', { error: e.message }));
       }
       throw err;
     }

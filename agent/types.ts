@@ -76,6 +76,13 @@ export interface Executor {
   domainResolution(args: { domains: Array<{ domain_name: string }> }, signal: AbortSignal): Promise<unknown>;
   diskSpeedCheck(args: { path: string }, signal: AbortSignal): Promise<{ path: string; io_sync_duration: number }>;
   install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void>;
+  /**
+   * The agent was restarted while an install step it started was past the
+   * host's reboot into the installed OS (io.rebooted): the rest of the step is
+   * the installed cluster's, which carries on after a restart. Only an
+   * executor whose install step plays that side (the simulated one) has it.
+   */
+  resumeInstalled?(args: Record<string, unknown>, lastStage: string | undefined, io: InstallIo, signal: AbortSignal): Promise<void>;
   /** Gathers this host's logs into one tar.gz and hands it to `upload`; `context` carries what the agent itself knows (its recent log lines). */
   logsGather(args: Record<string, unknown>, upload: (tarGz: Buffer) => Promise<void>, signal: AbortSignal, context?: LogsContext): Promise<void>;
   stopInstallation(signal: AbortSignal): Promise<void>;
@@ -96,6 +103,8 @@ export interface InstallIo {
   uploadHostLogs?(): Promise<void>;
   /** Uploads the (simulated) in-cluster controller's logs as logs_type=controller. */
   uploadControllerLogs?(tarGz: Buffer): Promise<void>;
+  /** The host is now running its installed OS: the image is written whole (kept on disk, read after a restart). */
+  rebooted?(): void;
 }
 
 /** What the agent hands an executor gathering logs. */

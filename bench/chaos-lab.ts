@@ -249,18 +249,20 @@ async function api<T = any>(base: string, method: string, p: string, body?: unkn
   }
 }
 
-const SNO_STAGES = STAGES_BY_ROLE.sno;
-
-/** The stage is after the single-node host's image write. */
-function pastWriting(stage: string | undefined): boolean {
-  const at = SNO_STAGES.indexOf(stage as (typeof SNO_STAGES)[number]);
-  return at > SNO_STAGES.indexOf('Writing image to disk');
-}
-
-/** The fleet's agent has started an install step and not finished it (its own ledger, on disk, read as the agent reads it). */
-function agentMidInstall(f: { stateDir: string; infraEnvId: string }): boolean {
+/**
+ * The fleet's agent is writing its image, by its own ledger on disk (read as
+ * the agent reads it): an install step started, unfinished, last at that
+ * stage and not past the reboot. The service's view lags behind whenever the
+ * API is away (the stage reports wait in the agent's outbox), so it cannot
+ * tell when the write is under way.
+ */
+function agentWriting(f: { stateDir: string; infraEnvId: string }): boolean {
   const hostDirs = existsSync(f.stateDir) ? readdirSync(f.stateDir) : [];
-  return hostDirs.some((hostDir) => StartedSteps.inDir(path.join(f.stateDir, hostDir), `started-${f.infraEnvId}`).interrupted().length > 0);
+  return hostDirs.some((hostDir) =>
+    StartedSteps.inDir(path.join(f.stateDir, hostDir), `started-${f.infraEnvId}`)
+      .unfinished()
+      .some((e) => e.stage === 'Writing image to disk' && !e.rebooted),
+  );
 }
 
 /** What a run must stop if its process is interrupted (Ctrl-C on the bench): its fleets and its stack. */
@@ -351,33 +353,43 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         o.log(`${f.name}: install refused (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}; pressed again once ready`);
       }
       o.log(`${f.name}: install started`);
-      let victimDone = !f.single;
+      // The victim: its agent is killed while it writes the image (a 4 s stage), and started again after a pause.
+      // Watched on the agent's own ledger every 100 ms, apart from the sampling of the service below.
+      let watching = f.single;
+      const victim = (async () => {
+        while (watching && Date.now() < until) {
+          if (agentWriting(f)) {
+            await sleep(between([200, 2000]));
+            const at = Date.now() - started;
+            const pid = f.proc?.pid;
+            const stillWriting = agentWriting(f);
+            f.proc?.kill('SIGKILL');
+            const down = between([1000, 3000]);
+            kills.push({ component: 'agent', target: `fleet ${f.name} pid ${pid}`, atMs: at, downMs: down, inFlight: await inFlight() });
+            o.log(`kill agent of ${f.name} (pid ${pid}) at ${at} ms, ${stillWriting ? 'mid-write' : 'NOT mid-write any more (the machine was too slow)'} by its own ledger; back in ${down} ms`);
+            await sleep(down);
+            startFleet(f);
+            return;
+          }
+          await sleep(100);
+        }
+      })();
+      try {
+        await followInstall(f, until);
+      } finally {
+        watching = false;
+        await victim;
+      }
+    };
+
+    /** Follows one started install to installed; a person retries a host in error once. */
+    const followInstall = async (f: Fleet, until: number): Promise<void> => {
       const retried = new Set<string>();
       while (Date.now() < until) {
         const c = await clusterStatus(f);
         if (c.status === 'installed') {
           o.log(`${f.name}: installed`);
           return;
-        }
-        // The victim: its agent is killed while it writes the image, and started again after a pause.
-        // The lab samples the service every 500 ms and waits out outages, so it can miss the 4 s
-        // writing stage (seen in CI: the kill never happened). A later stage still counts while the
-        // agent's own ledger says its install step is unfinished: killed then, it stops mid-step all the same.
-        const stage = c.hosts[0]?.progress?.current_stage;
-        const writing = stage === 'Writing image to disk';
-        if (!victimDone && (writing || (pastWriting(stage) && agentMidInstall(f)))) {
-          victimDone = true;
-          // Only while writing is there time for a random moment within the stage.
-          if (writing) await sleep(between([200, 2500]));
-          const at = Date.now() - started;
-          const pid = f.proc?.pid;
-          f.proc?.kill('SIGKILL');
-          const down = between([1000, 3000]);
-          kills.push({ component: 'agent', target: `fleet ${f.name} pid ${pid}`, atMs: at, downMs: down, inFlight: await inFlight() });
-          o.log(`kill agent of ${f.name} (pid ${pid}) at ${at} ms (service saw stage ${stage}); back in ${down} ms`);
-          await sleep(down);
-          startFleet(f);
-          continue;
         }
         for (const h of c.hosts.filter((x) => x.status === 'error' && !retried.has(x.id))) {
           // The person's one retry; refused (409) while the install has not yet taken in the failure: tried again next round.

@@ -226,18 +226,40 @@ export class SimulatedExecutor implements Executor {
   }
 
   async install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void> {
-    const report = io.report;
-    this.installing = new AbortController();
-    const stop = AbortSignal.any([signal, this.installing.signal]);
+    const { role, stageRole, stages } = this.installStages(args);
+    this.note(`install: started as ${role} (${stageRole} stages)`);
+    return this.runInstall(args, stages, io, signal);
+  }
+
+  /**
+   * The agent was killed after this host "rebooted" into its installed OS and
+   * was started again: the installed side carries on from the stage after
+   * the last one reported (a real cluster's controller restarts the same way).
+   */
+  async resumeInstalled(args: Record<string, unknown>, lastStage: string | undefined, io: InstallIo, signal: AbortSignal): Promise<void> {
+    const { stages } = this.installStages(args);
+    const after = Math.max(stages.indexOf('Rebooting'), lastStage ? stages.indexOf(lastStage as (typeof stages)[number]) : -1);
+    this.note(`install: resumed in the installed OS after ${lastStage ?? 'Rebooting'} (the agent was restarted)`);
+    return this.runInstall(args, stages.slice(after + 1), io, signal);
+  }
+
+  private installStages(args: Record<string, unknown>) {
     const role = String(args.role ?? 'master');
     const cp = Number(args.control_plane_count ?? 3);
     const day2 = args.join_existing_cluster === true;
     const stageRole: StageRole = day2 ? 'day2' : cp === 1 ? 'sno' : role === 'bootstrap' ? 'bootstrap' : role === 'worker' ? 'worker' : 'master';
-    const seconds = this.profile.install?.stage_seconds ?? 1;
-    this.note(`install: started as ${role} (${stageRole} stages)`);
     // A day-2 host's installer stops at Rebooting: Joined and Done come from the cluster's controller.
-    const own = STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk' && !(day2 && DAY2_CONTROLLER_STAGES.includes(s)));
-    for (const stage of own) {
+    const stages = STAGES_BY_ROLE[stageRole].filter((s) => s !== 'Copying registry data to disk' && !(day2 && DAY2_CONTROLLER_STAGES.includes(s)));
+    return { role, day2, stageRole, stages };
+  }
+
+  private async runInstall(args: Record<string, unknown>, stages: readonly string[], io: InstallIo, signal: AbortSignal): Promise<void> {
+    const report = io.report;
+    this.installing = new AbortController();
+    const stop = AbortSignal.any([signal, this.installing.signal]);
+    const { role, day2 } = this.installStages(args);
+    const seconds = this.profile.install?.stage_seconds ?? 1;
+    for (const stage of stages) {
       if (stop.aborted) {
         this.note('install: stopped on request');
         throw new InstallStopped();
@@ -259,6 +281,8 @@ export class SimulatedExecutor implements Executor {
         return;
       }
       await sleep(seconds * 1000, stop);
+      // Rebooted into the installed OS: the disk is whole, and what follows is the installed side's.
+      if (stage === 'Rebooting' && !stop.aborted) io.rebooted?.();
     }
     if (day2) return this.playDay2Controller(io, stop, seconds);
     // Simulated hosts play the in-cluster controller of their simulated cluster as the real one

@@ -100,8 +100,12 @@ async function registerOnce(ctx: ServiceContext, infraEnv: Awaited<ReturnType<ty
     // A new host's row as inserted; read again when anything wrote it since (a BMC's projection, a kept report).
     return attached || existing ? (await ctx.repos.hosts.get(key, trx))! : host;
   });
-  // This report, or one a failed signal left pending: the workflow is told before the agent hears 201.
-  if (registered.report_pending) await deliverHostReport(ctx, key);
+  // This report, or one a failed signal left pending, is sent now; if Temporal cannot take it, it stays pending
+  // for the host's next poll or the monitor's sweep, and the agent still hears 201. Unlike a progress report, a
+  // registration is not safe to repeat: an agent that hears 503 registers again, and a registration in the middle
+  // of an install is the host restarting. Seen in the chaos test: the host failed on the first registration, a
+  // person retried it, and the agent's repeat, still held back by a 503, failed the retried host again.
+  if (registered.report_pending) await deliverHostReport(ctx, key).catch(() => undefined);
   return registered;
 }
 

@@ -48,8 +48,12 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
   try {
     assertPromise(report);
   } catch (err) {
-    // CI keeps only what the test prints: the lab's own account of the run, and where the unfinished installs stood.
-    console.log(`chaos.log:\n${readFileSync(logFile, 'utf8')}\nnot installed: ${JSON.stringify(report.notInstalled, null, 2)}`);
+    // CI keeps only what the test prints, and shows only the head and the tail of a long output: where the
+    // unfinished installs stood and what the lab saw fail come first, the lab's own account of the run (without
+    // its one long report line) after.
+    const failures = readFileSync(logFile, 'utf8').split('\n').filter((l) => / install failed: |NOT expected|refused/.test(l));
+    const account = readFileSync(logFile, 'utf8').split('\n').filter((l) => !/ report: /.test(l));
+    console.log(`chaos: not installed: ${JSON.stringify(report.notInstalled)}\n${failures.join('\n')}\n\nchaos.log:\n${account.join('\n')}`);
     throw err;
   }
   // Kept when anything above failed: every process's log is in <dir>/logs.

@@ -51,3 +51,32 @@ it('delivers the Done report the workflow missed while Temporal was down, by its
     await c.report();
   }
 });
+
+it('answers 201 to a registration it committed while Temporal is down, so the agent does not register again', async () => {
+  const c = await readyCluster(h, 'reboots', path.join(FIXTURE_PROFILES, 'control-plane-stalls.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
+  try {
+    expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+    await waitClusterStatus(h, c.clusterId, ['installing'], 60_000);
+    const host = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0] as { id: string };
+    await eventually(async () => (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].progress?.current_stage === 'Starting installation', 30_000, 'the first stage');
+
+    // The host boots the discovery image again mid-install (its agent registers) while Temporal is away.
+    // Whichever Temporal runs now: the harness's own, or the one the test above started in its place.
+    await (restarted ?? h.temporal).stop();
+    const register = () => call('POST', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts`, { body: { host_id: host.id } });
+    const first = await register();
+    // Committed: the agent must not hear 503 and register a second time (the host's restart counted twice).
+    expect(first.status).toBe(201);
+    const row = await h.api.db('hosts').where({ id: host.id }).first();
+    expect([row.status, row.status_info]).toEqual(['error', 'The host unexpectedly restarted during the installation']);
+    expect(row.report_pending).toMatchObject({ report: { status: 'error' } });
+
+    // Temporal is back: the report kept with the registration reaches the workflow without another request.
+    restarted = await startTestTemporal({ port: h.temporal.port, dbFile: h.temporal.dbFile });
+    const workflow = () => h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`);
+    await eventually(async () => (await workflow().query(getInstallProgress)).hosts[0]?.status === 'error', 90_000, 'the workflow hearing of the restart');
+    await eventually(async () => (await h.api.db('hosts').where({ id: host.id }).first()).report_pending === null, 30_000, 'the pending report cleared');
+  } finally {
+    await c.report();
+  }
+});
