@@ -21,13 +21,19 @@ afterAll(async () => {
   await restarted?.stop();
 });
 
+/** Starts the install of a one-host cluster whose agent then sits in its first stage (10 minutes): its host. */
+async function installToFirstStage(c: { clusterId: string }): Promise<{ id: string }> {
+  expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
+  await waitClusterStatus(h, c.clusterId, ['installing'], 60_000);
+  const host = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0] as { id: string };
+  await eventually(async () => (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].progress?.current_stage === 'Starting installation', 30_000, 'the first stage');
+  return host;
+}
+
 it('delivers the Done report the workflow missed while Temporal was down, by itself', async () => {
   const c = await readyCluster(h, 'missed', path.join(FIXTURE_PROFILES, 'control-plane-stalls.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
   try {
-    expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
-    await waitClusterStatus(h, c.clusterId, ['installing'], 60_000);
-    const host = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0] as { id: string };
-    await eventually(async () => (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].progress?.current_stage === 'Starting installation', 30_000, 'the first stage');
+    const host = await installToFirstStage(c);
     // The host's installer reports the rest (its agent sits in its first stage for 10 minutes).
     const progress = (stage: string) => call('PUT', `${h.api.base}/infra-envs/${c.infraEnvId}/hosts/${host.id}/progress`, { body: { current_stage: stage } });
     for (const stage of ['Installing', 'Waiting for bootkube', 'Writing image to disk', 'Rebooting', 'Joined']) expect([stage, (await progress(stage)).status]).toEqual([stage, 200]);
@@ -55,10 +61,7 @@ it('delivers the Done report the workflow missed while Temporal was down, by its
 it('answers 201 to a registration it committed while Temporal is down, so the agent does not register again', async () => {
   const c = await readyCluster(h, 'reboots', path.join(FIXTURE_PROFILES, 'control-plane-stalls.yaml'), 1, { control_plane_count: 1, high_availability_mode: 'None' });
   try {
-    expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
-    await waitClusterStatus(h, c.clusterId, ['installing'], 60_000);
-    const host = (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0] as { id: string };
-    await eventually(async () => (await call('GET', `${h.api.base}/clusters/${c.clusterId}`)).body.hosts[0].progress?.current_stage === 'Starting installation', 30_000, 'the first stage');
+    const host = await installToFirstStage(c);
 
     // The host boots the discovery image again mid-install (its agent registers) while Temporal is away.
     // Whichever Temporal runs now: the harness's own, or the one the test above started in its place.
