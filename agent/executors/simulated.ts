@@ -226,9 +226,9 @@ export class SimulatedExecutor implements Executor {
   }
 
   async install(args: Record<string, unknown>, io: InstallIo, signal: AbortSignal): Promise<void> {
-    const { role, stageRole, stages } = this.installStages(args);
-    this.note(`install: started as ${role} (${stageRole} stages)`);
-    return this.runInstall(args, stages, io, signal);
+    const plan = this.installStages(args);
+    this.note(`install: started as ${plan.role} (${plan.stageRole} stages)`);
+    return this.runInstall(args, plan, io, signal);
   }
 
   /**
@@ -237,10 +237,10 @@ export class SimulatedExecutor implements Executor {
    * the last one reported (a real cluster's controller restarts the same way).
    */
   async resumeInstalled(args: Record<string, unknown>, lastStage: string | undefined, io: InstallIo, signal: AbortSignal): Promise<void> {
-    const { stages } = this.installStages(args);
-    const after = Math.max(stages.indexOf('Rebooting'), lastStage ? stages.indexOf(lastStage as (typeof stages)[number]) : -1);
+    const plan = this.installStages(args);
+    const after = Math.max(plan.stages.indexOf('Rebooting'), lastStage ? plan.stages.indexOf(lastStage as (typeof plan.stages)[number]) : -1);
     this.note(`install: resumed in the installed OS after ${lastStage ?? 'Rebooting'} (the agent was restarted)`);
-    return this.runInstall(args, stages.slice(after + 1), io, signal);
+    return this.runInstall(args, { ...plan, stages: plan.stages.slice(after + 1) }, io, signal);
   }
 
   private installStages(args: Record<string, unknown>) {
@@ -253,11 +253,12 @@ export class SimulatedExecutor implements Executor {
     return { role, day2, stageRole, stages };
   }
 
-  private async runInstall(args: Record<string, unknown>, stages: readonly string[], io: InstallIo, signal: AbortSignal): Promise<void> {
+  /** The stages given (all of a role's, or those left after a resume), then the installed side's part. */
+  private async runInstall(args: Record<string, unknown>, plan: { role: string; day2: boolean; stages: readonly string[] }, io: InstallIo, signal: AbortSignal): Promise<void> {
     const report = io.report;
     this.installing = new AbortController();
     const stop = AbortSignal.any([signal, this.installing.signal]);
-    const { role, day2 } = this.installStages(args);
+    const { role, day2, stages } = plan;
     const seconds = this.profile.install?.stage_seconds ?? 1;
     for (const stage of stages) {
       if (stop.aborted) {

@@ -51,8 +51,9 @@ it(`keeps its promise when each component is killed mid-install (seed ${seed})`,
     // CI keeps only what the test prints, and shows only the head and the tail of a long output: where the
     // unfinished installs stood and what the lab saw fail come first, the lab's own account of the run (without
     // its one long report line) after.
-    const failures = readFileSync(logFile, 'utf8').split('\n').filter((l) => / install failed: |NOT expected|refused/.test(l));
-    const account = readFileSync(logFile, 'utf8').split('\n').filter((l) => !/ report: /.test(l));
+    const lines = readFileSync(logFile, 'utf8').split('\n');
+    const failures = lines.filter((l) => / install failed: |NOT expected|refused/.test(l));
+    const account = lines.filter((l) => !/ report: /.test(l));
     console.log(`chaos: not installed: ${JSON.stringify(report.notInstalled)}\n${failures.join('\n')}\n\nchaos.log:\n${account.join('\n')}`);
     throw err;
   }
