@@ -23,9 +23,13 @@ describe('stage timeouts', () => {
       expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
       await waitClusterStatus(h, c.clusterId, ['installed'], 120000);
       const events = (await call('GET', `${h.api.base}/events?cluster_id=${c.clusterId}`)).body.filter((e: any) => e.name === 'host_stage_timed_out');
-      expect(events.length).toBeGreaterThan(0);
-      expect(events[0]).toMatchObject({ severity: 'warning', host_id: expect.any(String) });
-      expect(events[0].message).toMatch(/worker-slow-stages-\d+: installation stage .+ has been running for [1-9]\d* seconds \(soft timeout\); still waiting/);
+      // On a loaded machine an ordinary host's stage can cross 1.5 s too, so
+      // the slow workers' warning is looked for among all of them.
+      for (const e of events) {
+        expect(e).toMatchObject({ severity: 'warning', host_id: expect.any(String) });
+        expect(e.message).toMatch(/^Host \S+: installation stage .+ has been running for [1-9]\d* seconds \(soft timeout\); still waiting$/);
+      }
+      expect(events.some((e: any) => /worker-slow-stages-\d+: /.test(e.message))).toBe(true);
     } finally {
       await c.report();
     }
