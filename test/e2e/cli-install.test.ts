@@ -74,6 +74,13 @@ afterAll(async () => {
       const exitFile = path.join(work, 'exit-code');
       const command = `cd ${work} && LANDFALL_URL=${h.api.url} ${process.execPath} ${MAIN} install --cluster tty --wait; echo $? > ${exitFile}; sleep 600`;
       tmux('new-session', '-d', '-x', '160', '-y', '50', '-s', 'install', command);
+      // Frames are taken from the start: on a slow machine the installing phase can be over before the attached
+      // watcher below has come and gone.
+      const frames: string[] = [];
+      let capturing = true;
+      const capture = (async () => {
+        for (; capturing; await new Promise((r) => setTimeout(r, 200))) frames.push(tmux('capture-pane', '-p', '-t', 'install'));
+      })();
       // A second watcher attaches to the running install, and Ctrl-C leaves the install going.
       await eventually(async () => ['preparing-for-installation', 'installing'].includes((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.status), 30000, 'install started');
       const attached = spawn(process.execPath, [MAIN, 'install', '--cluster', 'tty', '--wait'], { cwd: work, env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -88,11 +95,12 @@ afterAll(async () => {
       expect(attachedOut).toMatch(/^cluster tty is already (preparing-for-installation|installing); following it$/m);
       expect(attachedErr).toBe('landfall: stopped following; the install goes on (landfall install --cluster tty --wait follows it again)\n');
 
-      const frames: string[] = [];
-      await eventually(async () => {
-        frames.push(tmux('capture-pane', '-p', '-t', 'install'));
-        return existsSync(exitFile) && statSync(exitFile).size > 0;
-      }, 120000, 'install --wait to end');
+      try {
+        await eventually(async () => existsSync(exitFile) && statSync(exitFile).size > 0, 120000, 'install --wait to end');
+      } finally {
+        capturing = false;
+        await capture;
+      }
       const final = tmux('capture-pane', '-p', '-t', 'install');
       expect(readFileSync(exitFile, 'utf8').trim()).toBe('0');
       expect((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.status).toBe('installed');

@@ -101,7 +101,7 @@ describe('check-ins that arrive together', () => {
     const polls = f.ids.map((id) => ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 7, 'held', new Date()));
     const others = polls.filter((_, i) => i !== 2);
     // Every other host is answered while the row is still held.
-    const answeredWhileHeld = await Promise.race([Promise.all(others).then(() => true), new Promise((r) => setTimeout(() => r(false), 5000).unref())]);
+    const answeredWhileHeld = await Promise.race([Promise.all(others).then(() => true), new Promise((r) => setTimeout(() => r(false), 30_000).unref())]);
     expect(answeredWhileHeld).toBe(true);
     release();
     await holder;
@@ -129,7 +129,7 @@ describe('a check-in that waits for its row holds back no other poll', () => {
       for (const id of f.ids.slice(2)) await ctx.repos.hosts.checkIn({ infraEnvId: f.infraEnvId, hostId: id }, 1, 'o', new Date());
       return true;
     };
-    const answered = await Promise.race([others(), new Promise((r) => setTimeout(() => r(false), 5000).unref())]);
+    const answered = await Promise.race([others(), new Promise((r) => setTimeout(() => r(false), 30_000).unref())]);
     release();
     await holder;
     expect(answered).toBe(true);

@@ -29,12 +29,16 @@ interface Run {
 }
 
 /** Runs the built CLI without blocking this process (the API under test runs in it). */
-function landfall(args: string[], o: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> {
+/** Runs the CLI; a command that does not end by itself (`--follow`) is stopped once `until` holds for its output. */
+function landfall(args: string[], o: { env?: Record<string, string>; timeoutMs?: number; until?: (stdout: string) => boolean } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, ...args], { cwd: work, env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (o.until?.(stdout)) child.kill('SIGTERM');
+    });
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60000);
     child.on('error', reject);
@@ -258,13 +262,19 @@ describe('landfall install, events, kubeconfig, logs, report', () => {
 
       // events: the API's list, and the live stream from its start (the other hosts go on installing until the fleet stops).
       await fleet.report();
-      await new Promise((r) => setTimeout(r, 1500));
-      const apiEvents = (await call('GET', `${h.api.base}/events?cluster_id=${c.id}`)).body;
-      expect((await json(['events', '--cluster', 'cli-fail'])).map((e: any) => e.name)).toEqual(apiEvents.map((e: any) => e.name));
+      // Once the event list has settled (the workflow may still be recording the failure), the CLI lists the same.
+      const names = (events: any[]) => events.map((e: any) => e.name).join(',');
+      const apiEvents = await eventually(async () => {
+        const first = (await call('GET', `${h.api.base}/events?cluster_id=${c.id}`)).body;
+        const cli = await json(['events', '--cluster', 'cli-fail']);
+        const again = (await call('GET', `${h.api.base}/events?cluster_id=${c.id}`)).body;
+        return names(first) === names(again) && names(cli) === names(first) ? first : undefined;
+      }, 30000, 'the CLI to list the API\'s settled events');
       const errors = await json(['events', '--cluster', 'cli-fail', '--severity', 'error']);
       expect(errors.length).toBeGreaterThan(0);
       expect(errors.every((e: any) => ['error', 'critical'].includes(e.severity))).toBe(true);
-      const followed = await landfall(['events', '--cluster', 'cli-fail', '--follow', '-o', 'json'], { timeoutMs: 4000 });
+      // --follow does not end by itself: it is stopped once it has printed as many events as the list has.
+      const followed = await landfall(['events', '--cluster', 'cli-fail', '--follow', '-o', 'json'], { timeoutMs: 60000, until: (out) => out.split('\n').length - 1 >= apiEvents.length });
       const streamed = followed.stdout.trim().split('\n').map((l) => JSON.parse(l));
       // The stream goes by sequence number, the list by event time: the same events, possibly in another order within a millisecond.
       const key = (e: any) => `${e.event_time} ${e.name} ${e.host_id ?? ''} ${e.message}`;

@@ -1,5 +1,6 @@
 import { runFleet } from '../../agent/fleet';
 import { call, PULL_SECRET, startApiHarness, type ApiHarness } from '../support/api-harness';
+import { eventually } from '../support/services';
 
 /**
  * Simulated agents (the real agent loop with the simulated executor) register
@@ -73,7 +74,16 @@ describe('fleet simulator against the API', () => {
     await steps.enqueue({ infraEnvId, hostId: slow.id }, { step_id: 'installation-disk-speed-check-1', step_type: 'installation-disk-speed-check', args: [JSON.stringify({ path: '/dev/sda' })] });
     await steps.enqueue({ infraEnvId, hostId: good.id }, { step_id: 'connectivity-check-1', step_type: 'connectivity-check', args: [JSON.stringify([peer(isolated), peer(slow)])] });
     await steps.enqueue({ infraEnvId, hostId: good.id }, { step_id: 'ntp-synchronizer-1', step_type: 'ntp-synchronizer', args: [JSON.stringify({ ntp_source: 'ntp.example.com' })] });
-    await runFleet({ serviceUrl: h.url, infraEnvId, count: 6, mix: 'control-plane,worker,undersized,slow-disk,skewed-clock,isolated', durationSeconds: 3, pollIntervalSeconds: 1, rampSeconds: 0 }, new AbortController().signal);
+    // The fleet runs until every queued step is answered (or 60 s pass), however slow the machine.
+    const stop = new AbortController();
+    const run = runFleet({ serviceUrl: h.url, infraEnvId, count: 6, mix: 'control-plane,worker,undersized,slow-disk,skewed-clock,isolated', durationSeconds: 60, pollIntervalSeconds: 1, rampSeconds: 0 }, stop.signal);
+    const answered = async () => (await steps.list({ infraEnvId, hostId: good.id })).every((s) => s.state === 'replied') && (await steps.list({ infraEnvId, hostId: slow.id })).every((s) => s.state === 'replied');
+    try {
+      await eventually(answered, 60_000, 'the queued steps answered');
+    } finally {
+      stop.abort();
+      await run;
+    }
 
     const get = async (id: string) => (await call('GET', `${h.base}/infra-envs/${infraEnvId}/hosts/${id}`)).body;
     expect(JSON.parse((await get(slow.id)).disks_info)).toEqual({ path: '/dev/sda', io_sync_duration: 35 });
@@ -99,11 +109,14 @@ describe('fleet simulator against the API', () => {
     const stop = new AbortController();
     const running = agent.run(stop.signal);
     const hostUrl = `${h.base}/infra-envs/${infraEnvId}/hosts/${ident.id}`;
-    for (let i = 0; i < 50 && (await call('GET', hostUrl)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-    expect((await call('DELETE', hostUrl)).status).toBe(204);
-    for (let i = 0; i < 50 && agent.stats.registrations < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    stop.abort();
-    await running;
+    try {
+      await eventually(async () => (await call('GET', hostUrl)).status === 200, 30_000, 'the host registered');
+      expect((await call('DELETE', hostUrl)).status).toBe(204);
+      await eventually(async () => agent.stats.registrations >= 2, 30_000, 'the agent registered again');
+    } finally {
+      stop.abort();
+      await running;
+    }
     expect(agent.stats.registrations).toBe(2);
     expect((await call('GET', hostUrl)).status).toBe(200);
   });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { getInstallProgress } from '../../workflows/install-cluster.messages';
 import { call } from '../support/api-harness';
 import { scrapeMetrics } from '../support/replicas';
+import { eventually } from '../support/services';
 import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
 
 let h: InstallHarness;
@@ -44,10 +45,13 @@ describe('install orchestration', () => {
 
       // The workflow is findable by its business id and search attributes, and explains itself.
       const handle = h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`);
-      const progress = await handle.query(getInstallProgress);
-      expect(progress.phase).toBe('installed');
-      const listed = [];
-      for await (const wf of h.client.workflow.list({ query: `ClusterId = '${c.clusterId}' AND InstallStatus = 'installed'` })) listed.push(wf.workflowId);
+      // The activity commits `installed` before the workflow takes its next task, and visibility follows later still.
+      await eventually(async () => (await handle.query(getInstallProgress)).phase === 'installed', 20000, 'the workflow installed');
+      const listed = await eventually(async () => {
+        const ids = [];
+        for await (const wf of h.client.workflow.list({ query: `ClusterId = '${c.clusterId}' AND InstallStatus = 'installed'` })) ids.push(wf.workflowId);
+        return ids.length > 0 ? ids : undefined;
+      }, 20000, 'the workflow listed as installed');
       expect(listed).toEqual([`install-cluster-${c.clusterId}-attempt-1`]);
       const history = await handle.fetchHistory();
       expect(history.events!.length).toBeLessThan(1000);
@@ -153,7 +157,8 @@ describe('install orchestration', () => {
       expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
       const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 90000);
       expect(installed.install_started_at).toBeTruthy();
-      expect((await h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-2`).query(getInstallProgress)).phase).toBe('installed');
+      const second = h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-2`);
+      await eventually(async () => (await second.query(getInstallProgress)).phase === 'installed', 20000, 'the second attempt\'s workflow installed');
     } finally {
       await c.report();
     }
