@@ -19,6 +19,9 @@ import { startRefresher } from '../services/refresh-queue';
 import { OCCASIONAL_REFRESH_CACHE_HOSTS, setRefreshCacheHosts } from '../services/refresh-service';
 import { clusterMetricsText, isApiWorker, joinApiCluster } from './cluster';
 
+/** While closing, how often connections that have gone idle (their last answer written) are closed. */
+const CLOSE_SWEEP_MS = 50;
+
 export interface RunningApi {
   server: Server;
   url: string;
@@ -80,9 +83,13 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   // Ahead of both: past its capacity the process turns agents away at once rather than queueing them (admission.ts).
   const handler = agentAdmission({ logger, db, settings: { ...cfg.api.admission, retryAfterSeconds: ADMISSION_RETRY_AFTER_S }, metricsRegistry: metrics.registry }, served);
   if (isApiWorker()) joinApiCluster(metrics.registry, logger);
+  let closing = false;
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer((req, res) => {
       metrics.countRequest();
+      // Once closing, each answer ends its connection: an agent's kept connection would otherwise carry its next
+      // poll here, and hold the close open.
+      if (closing) res.setHeader('Connection', 'close');
       handler(req, res);
     });
     s.keepAliveTimeout = cfg.api.keepAliveTimeoutMs;
@@ -101,9 +108,20 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     url,
     warmed,
     async close() {
+      closing = true;
       await warmed;
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // A connection busy at the close (a poll, a reply) goes idle once its answer is written, and would then
+        // be kept until its keep-alive timeout (100 s): idle ones are closed as they appear. Requests that are
+        // still running after half the shutdown time (an event stream, a slow download) are cut, so the process
+        // ends by itself before it is forced to.
+        const sweep = setInterval(() => server.closeIdleConnections(), CLOSE_SWEEP_MS);
+        const cut = setTimeout(() => server.closeAllConnections(), cfg.shutdownTimeoutMs / 2);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(cut);
+          resolve();
+        });
         server.closeIdleConnections();
       });
       await refresher?.close();
