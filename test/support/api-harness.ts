@@ -37,25 +37,29 @@ export interface ApiHarness {
  */
 export const IN_PROCESS_API_ENV = { API_AGENT_MAX_LOOP_LAG_MS: '0', API_AGENT_MAX_POLL_WAIT_MS: '0', API_WARM_VALIDATORS: 'false' } as const;
 
+/** The configuration of a test's API on `port` against `databaseUrl`: no Temporal, local storage, responses validated. */
+export function testApiConfig(databaseUrl: string, port: number, env: Record<string, string> = {}) {
+  return parseConfig({
+    API_HOST: '127.0.0.1',
+    API_PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
+    STORAGE_LOCAL_DIR: tempDir('api-objects'),
+    AUTH_TYPE: 'none',
+    EC_PRIVATE_KEY_PEM: generateEcKeyPair().privateKeyPem,
+    API_VALIDATE_RESPONSES: 'true',
+    SERVICE_BASE_URL: `http://127.0.0.1:${port}`,
+    ...IN_PROCESS_API_ENV,
+    ...env,
+  });
+}
+
 export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?: Record<string, string> } = {}): Promise<ApiHarness> {
   const pg = await startTestPostgres(`api_${Math.random().toString(36).slice(2, 8)}`);
   const db = createDb(pg.url, 4);
   await migrateLatest(db);
-  const keys = generateEcKeyPair();
   const port = await freePort();
-  const cfg = parseConfig({
-    API_HOST: '127.0.0.1',
-    API_PORT: String(port),
-    DATABASE_URL: pg.url,
-    TEMPORAL_ADDRESS: '127.0.0.1:1',
-    STORAGE_LOCAL_DIR: tempDir('api-objects'),
-    AUTH_TYPE: opts.authType ?? 'none',
-    EC_PRIVATE_KEY_PEM: keys.privateKeyPem,
-    API_VALIDATE_RESPONSES: 'true',
-    SERVICE_BASE_URL: `http://127.0.0.1:${port}`,
-    ...IN_PROCESS_API_ENV,
-    ...opts.env,
-  });
+  const cfg = testApiConfig(pg.url, port, { AUTH_TYPE: opts.authType ?? 'none', ...opts.env });
   const replicas = testReplicas();
   // N processes (the production topology) behind a round-robin balancer on the same port, or one in this process.
   const group = replicas > 1 ? await startApiReplicas({ ...cfg, log: { level: 'info', format: 'json' } }, replicas, new URL(pg.url).pathname.slice(1)) : undefined;
@@ -69,7 +73,7 @@ export async function startApiHarness(opts: { authType?: 'none' | 'local'; env?:
     api,
     balancer: group?.balancer,
     server: api.server,
-    signer: new TokenSigner({ privateKeyPem: keys.privateKeyPem }),
+    signer: new TokenSigner({ privateKeyPem: cfg.auth.privateKeyPem! }),
     async stop() {
       await api.close();
       await db.destroy();
