@@ -38,7 +38,7 @@ describe('agent step runner', () => {
       const r = await runStep({ step_type: 'ntp-synchronizer', step_id: 'x', args: ['{}'] }, ctx);
       expect(r.exit_code).toBe(124);
       expect(r.error).toMatch(/timed out/);
-      expect(Date.now() - started).toBeLessThan(2000);
+      expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       STEP_TIMEOUT_MS['ntp-synchronizer'] = saved!;
     }
