@@ -140,7 +140,8 @@ export async function streamEvents(ctx: ServiceContext, p: Principal, req: Reque
     if (!/^\d{1,15}$/.test(given) || !Number.isSafeInteger(cursor)) throw badRequest(`${header !== undefined ? 'Last-Event-ID' : 'after'}: must be an event id (a non-negative integer below 2^53) or "latest"`, { field: 'after' });
   }
 
-  res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  // No Connection header of its own: Node keeps the connection, or closes it after a stream opened while the process stops.
+  res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
   res.flushHeaders();
   let closed = false;
   req.on('close', () => {

@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Config } from '../config';
 import { createLogger, type Logger } from '../logger';
 import { createDb, pingDb } from '../db/database';
@@ -83,13 +83,22 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
   // Ahead of both: past its capacity the process turns agents away at once rather than queueing them (admission.ts).
   const handler = agentAdmission({ logger, db, settings: { ...cfg.api.admission, retryAfterSeconds: ADMISSION_RETRY_AFTER_S }, metricsRegistry: metrics.registry }, served);
   if (isApiWorker()) joinApiCluster(metrics.registry, logger);
+  // Once closing, each answer ends its connection (Connection: close), so that a client does not send its next
+  // request on a connection about to be closed under it. Requests being answered when the close begins are
+  // known here, so that their answers, not yet written, say so too.
   let closing = false;
+  const answering = new Set<ServerResponse>();
+  function answered(this: ServerResponse) {
+    answering.delete(this);
+  }
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer((req, res) => {
       metrics.countRequest();
-      // Once closing, each answer ends its connection: an agent's kept connection would otherwise carry its next
-      // poll here, and hold the close open.
       if (closing) res.setHeader('Connection', 'close');
+      else {
+        answering.add(res);
+        res.on('close', answered);
+      }
       handler(req, res);
     });
     s.keepAliveTimeout = cfg.api.keepAliveTimeoutMs;
@@ -109,7 +118,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
     warmed,
     async close() {
       closing = true;
-      await warmed;
+      for (const res of answering) if (!res.headersSent) res.setHeader('Connection', 'close');
+      answering.clear();
       await new Promise<void>((resolve) => {
         // A connection busy at the close (a poll, a reply) goes idle once its answer is written, and would then
         // be kept until its keep-alive timeout (100 s): idle ones are closed as they appear. Requests that are
@@ -124,6 +134,8 @@ export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, '
         });
         server.closeIdleConnections();
       });
+      // The warm-up serves itself on a loopback server of its own: the close does not wait for it, only the end.
+      await warmed;
       await refresher?.close();
       await Promise.allSettled([eventWakeups.close(), db.destroy(), closeTemporalClient(temporal)]);
     },

@@ -79,23 +79,29 @@ afterAll(async () => {
       const frames: string[] = [];
       let capturing = true;
       const capture = (async () => {
-        for (; capturing; await new Promise((r) => setTimeout(r, 200))) frames.push(tmux('capture-pane', '-p', '-t', 'install'));
+        for (; capturing; await new Promise((r) => setTimeout(r, 200))) {
+          try {
+            frames.push(tmux('capture-pane', '-p', '-t', 'install'));
+          } catch {
+            // the session is gone: nothing more to see
+          }
+        }
       })();
-      // A second watcher attaches to the running install, and Ctrl-C leaves the install going.
-      await eventually(async () => ['preparing-for-installation', 'installing'].includes((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.status), 30000, 'install started');
-      const attached = spawn(process.execPath, [MAIN, 'install', '--cluster', 'tty', '--wait'], { cwd: work, env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let attachedOut = '';
-      let attachedErr = '';
-      attached.stdout.on('data', (d) => (attachedOut += d));
-      attached.stderr.on('data', (d) => (attachedErr += d));
-      const attachedExit = new Promise<number | null>((r) => attached.on('close', r));
-      await eventually(async () => /^host /m.test(attachedOut), 20000, 'the attached watcher to draw');
-      attached.kill('SIGINT');
-      expect(await attachedExit).toBe(130);
-      expect(attachedOut).toMatch(/^cluster tty is already (preparing-for-installation|installing); following it$/m);
-      expect(attachedErr).toBe('landfall: stopped following; the install goes on (landfall install --cluster tty --wait follows it again)\n');
-
       try {
+        // A second watcher attaches to the running install, and Ctrl-C leaves the install going.
+        await eventually(async () => ['preparing-for-installation', 'installing'].includes((await call('GET', `${h.api.base}/clusters/${c.id}`)).body.status), 30000, 'install started');
+        const attached = spawn(process.execPath, [MAIN, 'install', '--cluster', 'tty', '--wait'], { cwd: work, env: { PATH: process.env.PATH!, LANDFALL_URL: h.api.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let attachedOut = '';
+        let attachedErr = '';
+        attached.stdout.on('data', (d) => (attachedOut += d));
+        attached.stderr.on('data', (d) => (attachedErr += d));
+        const attachedExit = new Promise<number | null>((r) => attached.on('close', r));
+        await eventually(async () => /^host /m.test(attachedOut), 20000, 'the attached watcher to draw');
+        attached.kill('SIGINT');
+        expect(await attachedExit).toBe(130);
+        expect(attachedOut).toMatch(/^cluster tty is already (preparing-for-installation|installing); following it$/m);
+        expect(attachedErr).toBe('landfall: stopped following; the install goes on (landfall install --cluster tty --wait follows it again)\n');
+
         await eventually(async () => existsSync(exitFile) && statSync(exitFile).size > 0, 120000, 'install --wait to end');
       } finally {
         capturing = false;

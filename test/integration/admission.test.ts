@@ -91,7 +91,6 @@ it("observes the service's own time for each agent request it admits, by operati
     // The poll took its 120 ms in the service: over 100 ms, and no more than the client waited for it (the
     // ceiling is the client's own measure, so a loaded machine's slowness is on both sides).
     expect(upTo('poll', 0.1)).toBe(0);
-    expect(sum('poll')).toBeGreaterThanOrEqual(0.12);
     expect(sum('poll')).toBeLessThanOrEqual(pollSeconds);
     expect(sum('reply')).toBeLessThanOrEqual(replySeconds);
   } finally {

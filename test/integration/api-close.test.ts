@@ -39,11 +39,11 @@ async function halfSent(api: RunningApi, port: number, agent: http.Agent, name: 
   const body = JSON.stringify({ name, openshift_version: '1.31', pull_secret: PULL_SECRET });
   const arrived = new Promise<void>((r) => api.server.once('request', () => r()));
   const req = http.request({ agent, host: '127.0.0.1', port, method: 'POST', path: '/api/assisted-install/v2/clusters', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
-  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+  const answer = new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body: text }));
     });
     req.on('error', reject);
   });
@@ -68,13 +68,17 @@ it('answers the request in flight at the close, then closes its kept connection 
     await new Promise((r) => setTimeout(r, 200));
     inFlight.finish();
     const answer = await inFlight.answer;
-    // Answered in full: the close lets a request in flight finish.
+    // Answered in full: the close lets a request in flight finish, and tells the client not to send another.
     expect(answer.status).toBe(201);
     expect(JSON.parse(answer.body).name).toBe('closing');
-    // Closed well before the 10-minute keep-alive timeout would have let it.
-    expect(await closed).not.toBe('hung');
+    expect(answer.connection).toBe('close');
+    // Closed at once, not at the 10-minute keep-alive timeout.
+    const took = await closed;
+    expect(took).not.toBe('hung');
+    expect(took).toBeLessThan(5_000);
   } finally {
     agent.destroy();
+    api.server.closeAllConnections();
   }
 });
 
@@ -91,5 +95,6 @@ it('cuts a request still running after half the shutdown time, so the process en
     await expect(stuck.answer).rejects.toThrow();
   } finally {
     agent.destroy();
+    api.server.closeAllConnections();
   }
 });

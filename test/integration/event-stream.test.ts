@@ -53,7 +53,8 @@ function readStream(url: string, headers: Record<string, string>, until: (events
       reject(new Error(`stream: got ${events.length} events`));
     }, timeoutMs);
   });
-  return Object.assign(done, { opened: open });
+  // A stream that fails before it starts settles `opened` too (its failure is the awaited stream's).
+  return Object.assign(done, { opened: Promise.race([open, done.then(() => undefined, () => undefined)]) });
 }
 
 describe('GET /v2/events/stream', () => {
