@@ -14,7 +14,7 @@ import { SimulatedNetwork } from '../../agent/executors/simulated';
 import { getDay2HostProgress } from '../../workflows/install-day2-host.messages';
 import { call, PULL_SECRET } from '../support/api-harness';
 import { eventually } from '../support/services';
-import { FIXTURE_PROFILES, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
+import { FIXTURE_PROFILES, startInstallHarness, waitClusterStatus, waitWorkflowPhase, type InstallHarness } from '../support/install-harness';
 
 let h: InstallHarness;
 beforeAll(async () => {
@@ -129,7 +129,7 @@ describe('day 2: adding hosts to an installed cluster', () => {
     expect(failed.status_info).toMatch(/simulated failure at Writing image to disk/);
     const badWf = h.client.workflow.getHandle(`install-day2-host-${bad.id}-attempt-1`);
     // The row commits before the workflow hears of it by its signal.
-    await eventually(async () => (await badWf.query(getDay2HostProgress)).phase === 'error', 20000, 'the bad host\'s workflow in error');
+    await waitWorkflowPhase(badWf, getDay2HostProgress, 'error', 'the bad host\'s workflow in error');
     // The cluster goes on accepting hosts: one failed day-2 host fails nothing else.
     expect((await get(`${h.api.base}/clusters/${cluster.id}`)).status).toBe('adding-hosts');
 
@@ -149,8 +149,7 @@ describe('day 2: adding hosts to an installed cluster', () => {
       // The controller's reports brought it there: Joined, then Done.
       expect(host.progress.current_stage).toBe('Done');
       const wf = h.client.workflow.getHandle(`install-day2-host-${id}-attempt-1`);
-      await eventually(async () => (await wf.query(getDay2HostProgress)).phase === 'installed', 20000, `${id}'s workflow installed`);
-      expect((await wf.query(getDay2HostProgress)).retries).toBe(id === bad.id ? 1 : 0);
+      expect((await waitWorkflowPhase(wf, getDay2HostProgress, 'installed', `${id}'s workflow installed`)).retries).toBe(id === bad.id ? 1 : 0);
     }
     // Saved histories feed the replay test (test/unit/workflow-replay.test.ts): SAVE_HISTORY=1 refreshes this one (a failure, a retry, the controller's reports).
     if (process.env.SAVE_HISTORY === '1') {
@@ -252,7 +251,7 @@ describe('day 2: adding hosts to an installed cluster', () => {
     await h.api.db('hosts').where({ id: unstarted.id }).update({ status: 'installing', status_info: 'Installation is in progress', status_updated_at: new Date(Date.now() - 60_000), doc: h.api.db.raw(`doc || '{"day2_attempt": 1, "progress": {}}'::jsonb`) });
     await hostsWhere(c.id, (x) => x.id === unstarted.id && x.status === 'installed', 1, 'the unstarted host installed by the workflow the sweep started');
     // The row says installed when the report commits; the workflow hears of it by its signal just after.
-    await eventually(async () => (await h.client.workflow.getHandle(`install-day2-host-${unstarted.id}-attempt-1`).query(getDay2HostProgress)).phase === 'installed', 20000, 'the unstarted host\'s workflow installed');
+    await waitWorkflowPhase(h.client.workflow.getHandle(`install-day2-host-${unstarted.id}-attempt-1`), getDay2HostProgress, 'installed', 'the unstarted host\'s workflow installed');
 
     // A workflow ended under the host (terminated before it handed out the install step: no worker ran it).
     await h.withoutWorker(async () => {
@@ -268,7 +267,7 @@ describe('day 2: adding hosts to an installed cluster', () => {
     expect(['installing', 'installing-in-progress']).toContain(retried.body.status);
     await hostsWhere(c.id, (x) => x.id === orphan.id && x.status === 'installed', 1, 'the orphaned host installed at its second attempt');
     // The row says installed when the report commits; the workflow hears of it by its signal just after.
-    await eventually(async () => (await h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-2`).query(getDay2HostProgress)).phase === 'installed', 20000, 'the orphan host\'s workflow installed');
+    await waitWorkflowPhase(h.client.workflow.getHandle(`install-day2-host-${orphan.id}-attempt-2`), getDay2HostProgress, 'installed', 'the orphan host\'s workflow installed');
     expect(await h.api.db('host_steps').where({ host_id: orphan.id, step_type: 'install' }).pluck('step_id')).toEqual(['install-day2-a2']);
     const events = (await get(`${h.api.base}/events?cluster_id=${c.id}`)).map((e: any) => `${e.host_id === unstarted.id ? 'unstarted' : 'orphan'}:${e.name}`);
     expect(events).toEqual(expect.arrayContaining(['unstarted:host_day2_install_resumed', 'orphan:host_day2_install_failed']));
@@ -287,7 +286,7 @@ describe('day 2: adding hosts to an installed cluster', () => {
     const [failed] = await hostsWhere(c.id, (x) => x.status === 'error', 1, 'the day-2 host failed');
     expect(failed.status_info).toMatch(/^Failed - the install could not be prepared: .*neither a CA Landfall holds nor an API name/);
     const wf = h.client.workflow.getHandle(`install-day2-host-${host.id}-attempt-1`);
-    await eventually(async () => (await wf.query(getDay2HostProgress)).phase === 'error', 20000, 'the workflow in error');
+    await waitWorkflowPhase(wf, getDay2HostProgress, 'error', 'the workflow in error');
     // No install step was handed out; a reset ends the workflow.
     expect(await h.api.db('host_steps').where({ host_id: host.id, step_type: 'install' }).count('* as n').first()).toEqual({ n: '0' });
     expect((await call('POST', `${h.api.base}/infra-envs/${ie.id}/hosts/${host.id}/actions/reset`)).status).toBe(200);

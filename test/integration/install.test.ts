@@ -8,7 +8,7 @@ import { getInstallProgress } from '../../workflows/install-cluster.messages';
 import { call } from '../support/api-harness';
 import { scrapeMetrics } from '../support/replicas';
 import { eventually } from '../support/services';
-import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, type InstallHarness } from '../support/install-harness';
+import { bootFleet, FIXTURE_PROFILES, readyCluster, startInstallHarness, waitClusterStatus, waitWorkflowPhase, type InstallHarness } from '../support/install-harness';
 
 let h: InstallHarness;
 beforeAll(async () => {
@@ -46,7 +46,7 @@ describe('install orchestration', () => {
       // The workflow is findable by its business id and search attributes, and explains itself.
       const handle = h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-1`);
       // The activity commits `installed` before the workflow takes its next task, and visibility follows later still.
-      await eventually(async () => (await handle.query(getInstallProgress)).phase === 'installed', 20000, 'the workflow installed');
+      await waitWorkflowPhase(handle, getInstallProgress, 'installed', 'the workflow installed');
       const listed = await eventually(async () => {
         const ids = [];
         for await (const wf of h.client.workflow.list({ query: `ClusterId = '${c.clusterId}' AND InstallStatus = 'installed'` })) ids.push(wf.workflowId);
@@ -157,8 +157,7 @@ describe('install orchestration', () => {
       expect((await call('POST', `${h.api.base}/clusters/${c.clusterId}/actions/install`)).status).toBe(202);
       const installed = await waitClusterStatus(h, c.clusterId, ['installed'], 90000);
       expect(installed.install_started_at).toBeTruthy();
-      const second = h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-2`);
-      await eventually(async () => (await second.query(getInstallProgress)).phase === 'installed', 20000, 'the second attempt\'s workflow installed');
+      await waitWorkflowPhase(h.client.workflow.getHandle(`install-cluster-${c.clusterId}-attempt-2`), getInstallProgress, 'installed', 'the second attempt\'s workflow installed');
     } finally {
       await c.report();
     }

@@ -4,7 +4,8 @@
  * of simulated hosts driving the real agent loop.
  */
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { QueryDefinition } from '@temporalio/workflow';
 import { runFleet, type FleetReport } from '../../agent/fleet';
 import { parseConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -102,4 +103,15 @@ export async function waitClusterStatus(h: InstallHarness, clusterId: string, st
     const c = (await call('GET', `${h.api.base}/clusters/${clusterId}`)).body;
     throw new Error(`${e.message}: ${c.status} (${c.status_info}); hosts ${c.hosts.map((x: { status: string; status_info: string; progress?: { current_stage?: string } }) => `${x.status}/${x.progress?.current_stage ?? '-'}: ${x.status_info}`).join(' | ')}`);
   });
+}
+
+/**
+ * Waits for a workflow's progress query to answer `phase`: the service commits a host's or cluster's row before the
+ * workflow hears of it (a signal, or its activity's completion), so the row can be there first. The progress read.
+ */
+export async function waitWorkflowPhase<P extends { phase: string }>(handle: WorkflowHandle, query: QueryDefinition<P, []>, phase: string, what: string, timeoutMs = 20000): Promise<P> {
+  return eventually(async () => {
+    const p = await handle.query(query);
+    return p.phase === phase ? p : undefined;
+  }, timeoutMs, what);
 }
