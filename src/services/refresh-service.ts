@@ -130,7 +130,7 @@ interface HostPlan {
 
 function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: ClusterFacts | undefined, settings: LifecycleSettings, kept?: KeptValidation, requestId?: string): HostPlan {
   const last = kept?.entry.validated;
-  const same = last !== undefined && last.inputs === kept!.inputs;
+  const same = last !== undefined && sameInputs(last.inputs, kept!.inputs);
   // The same inputs as at the last refresh: the disk decision too is the one it made (and wrote, moving the facts version).
   const disks = same ? undefined : decideDisks(row, facts, cluster, settings);
   let v = same ? last : undefined;
@@ -140,7 +140,7 @@ function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: 
     const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
     const details = remediation(results);
     // Kept as the doc's own strings when equal: a host's copy holds each text once.
-    v = { inputs: kept?.inputs ?? '', results, info: info === doc.validations_info ? doc.validations_info : info, details: details === doc.validation_remediation ? doc.validation_remediation : details };
+    v = { inputs: kept?.inputs ?? NO_INPUTS, results, info: info === doc.validations_info ? doc.validations_info : info, details: details === doc.validation_remediation ? doc.validation_remediation : details };
     if (kept) kept.entry.validated = v;
   }
   const { results, info, details } = v;
@@ -215,7 +215,7 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
 }
 
 /**
- * What a host's validations are computed from, as text: a host whose inputs
+ * What a host's validations are computed from: a host whose inputs
  * are the same as at its last refresh keeps its results without running the
  * checks (a cluster refresh after one host's report re-validates that host,
  * not all fifty). Two parts:
@@ -227,12 +227,26 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
  *   addresses, whom it reached).
  * A check that starts reading something else of a peer must be added here.
  */
-function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings): string {
+function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings, shared: string): Inputs {
   const connected = isConnected(f, settings.disconnectTimeoutMs);
   // Disconnected, its message counts the seconds since its last poll (and those excused).
   const silence = connected ? 'c' : f.sinceCheckInMs === undefined ? 'never' : `${Math.round(f.sinceCheckInMs / 1000)}/${Math.round((f.excusedSilenceMs ?? 0) / 1000)}`;
-  const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? '' : String(f.agentTimestampS - f.serviceTimestampS);
-  return JSON.stringify([String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock]);
+  const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? null : f.agentTimestampS - f.serviceTimestampS;
+  return [String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock, shared];
+}
+
+/**
+ * The inputs as a tuple of primitives, compared item by item: as one JSON
+ * text joined to the shared digest, their making and comparing was ~6 % of a
+ * refresh's CPU (bench/refresh-cost, profiled: 50 hosts a refresh, each
+ * stringified, concatenated, then flattened to be compared).
+ */
+type Inputs = readonly [version: string, status: string, role: string, suggestedRole: string, bootstrap: boolean, requestedHostname: string | null, silence: string, clock: number | null, shared: string];
+const NO_INPUTS: Inputs = ['', '', '', '', false, null, '', null, ''];
+function sameInputs(a: Inputs, b: Inputs): boolean {
+  if (a === b) return true;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -261,6 +275,8 @@ function sharedInputs(c: ClusterFacts): string {
  * reports stay with it (ReportMemo), so only a changed report is parsed.
  */
 interface CachedHost {
+  /** The host's infra-env: the copy is keyed by the host's id (heldFor). */
+  ie: string;
   version: string;
   /** The doc without the agent's reports, which are in `memo`, parsed (keepReports); the inventory too is only there. */
   doc: HostRow['doc'];
@@ -269,7 +285,7 @@ interface CachedHost {
   validated?: Validated;
 }
 interface Validated {
-  inputs: string;
+  inputs: Inputs;
   results: ValidationResult[];
   info: string;
   details: string;
@@ -281,7 +297,7 @@ interface Validated {
   settled?: boolean;
 }
 interface KeptValidation {
-  inputs: string;
+  inputs: Inputs;
   entry: CachedHost;
 }
 /**
@@ -318,7 +334,8 @@ const heavyCache = new Map<string, CachedHost>();
  * (bench/refresh-cost, profiled). One shape for one cluster or many (array
  * parameters); (cluster_id, id) order is each cluster's id order.
  */
-const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
+// checked_in_at as epoch milliseconds (float8), made a Date without parsing text: pg's timestamp parser was 2 % of a refresh's CPU.
+const LIGHT_HOSTS_SQL = `select ${REFRESH_COLUMNS.map((c) => (c === 'checked_in_at' ? `date_part('epoch', checked_in_at) * 1000 as checked_in_at` : c)).join(', ')} from hosts where cluster_id = any($1::uuid[]) order by cluster_id, id`;
 // Keys as two arrays joined to the primary key: one prepared shape for any count (a list of pairs planned a scan of every host).
 const HEAVY_HOSTS_SQL = 'select h.id, h.infra_env_id, h.inventory, h.doc, h.facts_version from hosts h join unnest($1::uuid[], $2::uuid[]) as k(ie, id) on h.infra_env_id = k.ie and h.id = k.id';
 /**
@@ -345,7 +362,17 @@ export function lockedClustersSql(where: string, shedName: string): string {
            where ${where} order by c.id for no key update of c`;
 }
 export type LockedClusterRow = ClusterRow & { lf_shed_started_at: Date | null; lf_shed_last_at: Date | null };
-const cacheKey = (r: { infra_env_id: string; id: string }) => `${r.infra_env_id}/${r.id}`;
+/**
+ * The copy is keyed by the host's id alone, its infra-env checked on the
+ * entry (`ie`): a key made of both was a new concatenated string per host per
+ * refresh, flattened and hashed at every lookup (~0.9 µs a host, bench/refresh-cost
+ * profiled). Two hosts of one id in two infra-envs (one machine booted from two
+ * images) take the entry from each other: each is read again when refreshed.
+ */
+const heldFor = (r: { infra_env_id: string; id: string }): CachedHost | undefined => {
+  const e = heavyCache.get(r.id);
+  return e?.ie === r.infra_env_id ? e : undefined;
+};
 
 /** Drops the `count` least recently stored hosts of the copy (a Map keeps insertion order; remember re-inserts). */
 function dropOldest(count: number): void {
@@ -381,10 +408,9 @@ function remember(k: string, entry: CachedHost): void {
 
 /** After the refresh's own write: the row it wrote is what the next refresh reads, without reading it again. */
 function rememberWritten(row: HostRow): void {
-  const k = cacheKey(row);
-  const had = heavyCache.get(k);
+  const had = heldFor(row);
   // Its validations stay with it: the caller re-keys them to the version just written (finishCluster).
-  if (had) remember(k, { version: String(row.facts_version), doc: row.doc, memo: had.memo, validated: had.validated });
+  if (had) remember(row.id, { ie: row.infra_env_id, version: String(row.facts_version), doc: row.doc, memo: had.memo, validated: had.validated });
 }
 
 type ReadHost = { row: HostRow; entry: CachedHost };
@@ -393,12 +419,10 @@ type ReadHost = { row: HostRow; entry: CachedHost };
 async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promise<Map<string, ReadHost[]>> {
   const light = await hotQuery<Omit<HostRow, 'inventory' | 'doc'>>(trx, LIGHT_HOSTS_SQL, [clusterIds]);
   // This refresh's entries, apart from the cache: a cache bound below a cluster's size may drop one before it is used.
-  // Each row's key is made once (the rows are hundreds per batch).
-  const keys = light.map(cacheKey);
   const entries: Array<CachedHost | undefined> = new Array(light.length);
   const stale: number[] = [];
   for (let i = 0; i < light.length; i++) {
-    const e = heavyCache.get(keys[i]!);
+    const e = heldFor(light[i]!);
     if (e?.version === String(light[i]!.facts_version)) entries[i] = e;
     else stale.push(i);
   }
@@ -406,13 +430,12 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     const heavy = await hotQuery<Pick<HostRow, 'id' | 'infra_env_id' | 'inventory' | 'doc' | 'facts_version'>>(trx, HEAVY_HOSTS_SQL, [stale.map((i) => light[i]!.infra_env_id), stale.map((i) => light[i]!.id)]);
     const read = new Map<string, CachedHost>();
     for (const h of heavy) {
-      const k = cacheKey(h);
-      const memo: ReportMemo = heavyCache.get(k)?.memo ?? new Map();
-      const e = { version: String(h.facts_version), doc: keepReports(h.inventory, h.doc as Json, memo), memo };
-      read.set(k, e);
-      remember(k, e);
+      const memo: ReportMemo = heldFor(h)?.memo ?? new Map();
+      const e = { ie: h.infra_env_id, version: String(h.facts_version), doc: keepReports(h.inventory, h.doc as Json, memo), memo };
+      read.set(`${h.infra_env_id}/${h.id}`, e);
+      remember(h.id, e);
     }
-    for (const i of stale) entries[i] = read.get(keys[i]!);
+    for (const i of stale) entries[i] = read.get(`${light[i]!.infra_env_id}/${light[i]!.id}`);
   }
   const out = new Map<string, ReadHost[]>(clusterIds.map((id) => [id, []]));
   for (let i = 0; i < light.length; i++) {
@@ -422,6 +445,7 @@ async function clusterHosts(trx: Knex.Transaction, clusterIds: string[]): Promis
     // The light row itself becomes the host's row (it is this read's own object): no inventory text, the refresh
     // reads the host's reports from its memo (hostFacts, freeAddresses with the memo).
     const row = light[i] as HostRow;
+    if (row.checked_in_at !== null) row.checked_in_at = new Date(row.checked_in_at as unknown as number);
     row.inventory = null;
     row.doc = h.doc;
     out.get(row.cluster_id!)?.push({ row, entry: h });
@@ -572,8 +596,8 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   if (suggested.size) for (const h of hostList) h.suggestedRole = suggested.get(h.id) ?? h.suggestedRole;
   const shared = sharedInputs(facts);
   const hosts = read.hosts.map(({ row, entry }, i) => {
-    const kept = { inputs: `${ownInputs(row, hostList[i]!, settings)}\u0000${shared}`, entry };
-    if (entry.validated?.settled && entry.validated.inputs === kept.inputs) return { row, facts: hostList[i]!, results: entry.validated.results, kept, v: entry.validated, becomesKnown: false };
+    const kept = { inputs: ownInputs(row, hostList[i]!, settings, shared), entry };
+    if (entry.validated?.settled && sameInputs(entry.validated.inputs, kept.inputs)) return { row, facts: hostList[i]!, results: entry.validated.results, kept, v: entry.validated, becomesKnown: false };
     return planHost(ctx, row, hostList[i]!, facts, settings, kept, requestId);
   });
   return { cluster, facts, hostList, hosts, shared, settings };
@@ -593,7 +617,7 @@ async function finishCluster(ctx: ServiceContext, trx: Knex.Transaction, p: Plan
     // those of its next refresh too, unless what it sees changes (its new status changes every host's shared
     // inputs). Without this, each refresh that wrote a host validated it once more in the next.
     const v = h.kept?.entry.validated;
-    if (v && v.inputs === h.kept!.inputs) v.inputs = `${ownInputs(w, { ...hostList[i]!, status: w.status, suggestedRole: w.suggested_role }, settings)}\u0000${shared}`;
+    if (v && sameInputs(v.inputs, h.kept!.inputs)) v.inputs = ownInputs(w, { ...hostList[i]!, status: w.status, suggestedRole: w.suggested_role }, settings, shared);
   });
   // A host that changed while this refresh computed was left as it was; its change asked for a refresh, and so does this.
   if (lost) await requestRefresh(trx, { clusterId });
