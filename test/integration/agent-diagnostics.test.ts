@@ -24,6 +24,20 @@ function startAgent(env: Record<string, string>): { proc: ChildProcess; output: 
 }
 
 const status = (file: string) => (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined);
+
+/**
+ * The first diagnosis comes after the agent's first registration attempt has
+ * failed; when the network fails, that attempt is four tries with jittered
+ * backoff between them (up to 1 + 2 + 4 s, agent/service-client.ts), after
+ * the process started: 3–5 s here on a quiet machine. CI once waited 20 s in
+ * vain for the TLS one on a loaded machine, so the wait is 60 s and a timeout
+ * says what the agent printed.
+ */
+function firstDiagnosis(a: ReturnType<typeof startAgent>, what: string): Promise<{ code: string; fix: string }> {
+  return eventually(async () => status(a.statusFile)?.diagnosis, 60000, what).catch((e: Error) => {
+    throw new Error(`${e.message}\nthe agent printed:\n${a.output()}`);
+  });
+}
 const stop = (p: ChildProcess) => new Promise<void>((r) => (p.exitCode !== null ? r() : (p.once('exit', () => r()), p.kill('SIGTERM'))));
 
 describe('agent registration diagnostics', () => {
@@ -43,7 +57,7 @@ describe('agent registration diagnostics', () => {
     const port = await freePort();
     const a = startAgent({ LANDFALL_SERVICE_URL: `http://127.0.0.1:${port}`, LANDFALL_INFRA_ENV_ID: infraEnvId });
     agents.push(a.proc);
-    const s = await eventually(async () => status(a.statusFile)?.diagnosis, 20000, 'a diagnosis in the status file');
+    const s = await firstDiagnosis(a, 'a diagnosis in the status file');
     expect(s.code).toBe('refused');
     expect(status(a.statusFile).state).toBe('cannot-reach-service');
     expect(a.output()).toContain(`connection to 127.0.0.1:${port} refused`);
@@ -81,7 +95,7 @@ describe('agent registration diagnostics', () => {
     const a = startAgent({ LANDFALL_SERVICE_URL: `https://127.0.0.1:${port}`, LANDFALL_INFRA_ENV_ID: infraEnvId });
     agents.push(a.proc);
     try {
-      const d = await eventually(async () => status(a.statusFile)?.diagnosis, 20000, 'a TLS diagnosis');
+      const d = await firstDiagnosis(a, 'a TLS diagnosis');
       expect(d.code).toBe('tls-ca');
       expect(d.fix).toMatch(/additional_trust_bundle/);
     } finally {
@@ -104,7 +118,7 @@ describe('agent with a bad token', () => {
     const foreign = new TokenSigner({ privateKeyPem: generateEcKeyPair().privateKeyPem }).sign({ use: 'agent', infra_env_id: ie });
     const a = startAgent({ LANDFALL_SERVICE_URL: h.url, LANDFALL_INFRA_ENV_ID: ie, LANDFALL_AGENT_TOKEN: foreign });
     try {
-      const d = await eventually(async () => status(a.statusFile)?.diagnosis, 20000, 'a 401 diagnosis');
+      const d = await firstDiagnosis(a, 'a 401 diagnosis');
       expect(d.code).toBe('unauthorized');
       expect(d.fix).toMatch(/download a fresh image/);
       expect((await call('GET', `${h.base}/infra-envs/${ie}/hosts`, { headers: admin })).body).toEqual([]);
