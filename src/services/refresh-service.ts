@@ -119,7 +119,6 @@ function decideDisks(row: HostRow, facts: HostFacts, cluster: ClusterFacts | und
 interface HostPlan {
   row: HostRow;
   facts: HostFacts;
-  results: ValidationResult[];
   kept?: KeptValidation;
   v: Validated;
   /** Undefined: nothing to write. */
@@ -135,23 +134,27 @@ function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: 
   const disks = same ? undefined : decideDisks(row, facts, cluster, settings);
   let v = same ? last : undefined;
   const doc = row.doc as Json;
+  const check = () => HOST_VALIDATIONS.map((spec) => ({ id: spec.id, ...spec.check(facts, { cluster, settings }) }));
+  let results: ValidationResult[] | undefined;
   if (!v) {
-    const results = HOST_VALIDATIONS.map((spec) => ({ id: spec.id, ...spec.check(facts, { cluster, settings }) }));
+    results = check();
     const info = validationsInfo(results, (id) => HOST_VALIDATION_CATEGORY[id]!);
     const details = remediation(results);
     // Kept as the doc's own strings when equal: a host's copy holds each text once.
-    v = { inputs: kept?.inputs ?? NO_INPUTS, results, info: info === doc.validations_info ? doc.validations_info : info, details: details === doc.validation_remediation ? doc.validation_remediation : details };
+    v = { inputs: kept?.inputs ?? NO_INPUTS, summary: hostSummary(results), info: info === doc.validations_info ? doc.validations_info : info, details: details === doc.validation_remediation ? doc.validation_remediation : details };
     if (kept) kept.entry.validated = v;
   }
-  const { results, info, details } = v;
+  const { info, details } = v;
   // Only pre-install statuses have Refresh rules: for the others the table answers undefined.
-  const event = { type: 'Refresh' as const, summary: hostSummary(results) };
+  const event = { type: 'Refresh' as const, summary: v.summary };
   const transition = nextHostStatus(row.status, event);
   const statusChanged = transition !== undefined && (transition.to !== row.status || transition.info !== row.status_info);
   if (!disks && !statusChanged && doc.validations_info === info && doc.validation_remediation === details && row.suggested_role === facts.suggestedRole) {
     if (kept?.entry.validated === v) v.settled = true;
-    return { row, facts, results, kept, v, becomesKnown: false };
+    return { row, facts, kept, v, becomesKnown: false };
   }
+  // Kept validations carry no results (see Validated): the same inputs give the same results, computed again for the events.
+  results ??= check();
   const becomesKnown = statusChanged && transition!.to === 'known' && !doc.known_at;
   const hostName = facts.hostname ?? row.id;
   // Its validation events, recorded with its write, only if it is written.
@@ -170,7 +173,7 @@ function planHost(ctx: ServiceContext, row: HostRow, facts: HostFacts, cluster: 
     hostName,
     events,
   };
-  return { row, facts, results, kept, v, write, disks, becomesKnown };
+  return { row, facts, kept, v, write, disks, becomesKnown };
 }
 
 /**
@@ -286,7 +289,15 @@ interface CachedHost {
 }
 interface Validated {
   inputs: Inputs;
-  results: ValidationResult[];
+  /**
+   * What the state machine reads of the results, not the results: about
+   * thirty objects and their message texts per host, kept for every host of
+   * the fleet, were most of what a full collection of the refresher had to
+   * mark (its collections delayed refreshes: bench/README.md, seventeenth
+   * session). A write that reuses these computes the results again for its
+   * events (same inputs, same results).
+   */
+  summary: HostRefreshSummary;
   info: string;
   details: string;
   /**
@@ -597,7 +608,7 @@ async function planCluster(ctx: ServiceContext, trx: Knex.Transaction, read: Clu
   const shared = sharedInputs(facts);
   const hosts = read.hosts.map(({ row, entry }, i) => {
     const kept = { inputs: ownInputs(row, hostList[i]!, settings, shared), entry };
-    if (entry.validated?.settled && sameInputs(entry.validated.inputs, kept.inputs)) return { row, facts: hostList[i]!, results: entry.validated.results, kept, v: entry.validated, becomesKnown: false };
+    if (entry.validated?.settled && sameInputs(entry.validated.inputs, kept.inputs)) return { row, facts: hostList[i]!, kept, v: entry.validated, becomesKnown: false };
     return planHost(ctx, row, hostList[i]!, facts, settings, kept, requestId);
   });
   return { cluster, facts, hostList, hosts, shared, settings };
