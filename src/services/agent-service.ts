@@ -26,7 +26,7 @@ import { CLUSTER_EDITABLE } from './clusters-service';
 import { applyHostEvent, createHost, createHostAtOnce } from './status-writer';
 import { lifecycleSettings, refreshForHost } from './refresh-service';
 import { refreshNowOrRequest, requestRefresh, storeReplyFacts as storeFactsForRefresh, targetOfHost } from './refresh-queue';
-import { stepArgs, viewCached, type PollingHost } from './step-args';
+import { stepArgs, viewCached, type DeferredArgs, type PollingHost } from './step-args';
 import { dueBy, staleMark } from './step-cadence';
 import { planHeld, type StepPlanGuess, type StepSends } from '../db/hosts-repo';
 import { rememberView, viewHint } from './poll-memo';
@@ -154,7 +154,7 @@ export async function nextSteps(ctx: ServiceContext, p: Principal, infraEnvId: s
   }
   const plan = STEPS_BY_HOST_STATUS[host.status] ?? UNKNOWN_STATUS_PLAN;
   const instructions: Array<{ step_type: string; step_id: string; args: string[] }> = [];
-  const handOut = (s: PlannedStep) => instructions.push({ step_type: s.type, step_id: stepId(s.type, randomHex8), args: s.args });
+  const handOut = (s: PlannedStep) => instructions.push({ step_type: s.type, step_id: stepId(s.type, randomHex8), args: Array.isArray(s.args) ? s.args : s.args.build() });
   if (held) {
     // The check-in recorded which repeating steps were due; a step that does not repeat always goes.
     for (const s of guess!.steps) if (!s.mark || held.sent[s.type]) handOut(s);
@@ -185,7 +185,8 @@ const CHECKING_STATUSES = Object.keys(STEPS_BY_HOST_STATUS).filter((s) => STEPS_
 
 interface PlannedStep {
   type: string;
-  args: string[];
+  /** Deferred ones are built only if the step goes out (step-args.ts). */
+  args: string[] | DeferredArgs;
   /** A repeating step's digest and stale mark (step-cadence.ts); none for a step handed out on every poll. */
   mark?: { d: string; stale: number };
 }

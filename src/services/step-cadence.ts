@@ -35,8 +35,12 @@ export const EARLY_POLL_SLACK_MS = 5000;
 
 const digests = new WeakMap<string[], string>();
 
-/** A short digest of a step's arguments; memoised per arguments array (the poll reuses its cached ones). */
-function argsDigest(args: string[]): string {
+/**
+ * A short digest of a step's arguments; memoised per arguments array (the
+ * poll reuses its cached ones). Deferred arguments come with their own.
+ */
+function argsDigest(args: string[] | { digest: string }): string {
+  if (!Array.isArray(args)) return args.digest;
   let d = digests.get(args);
   if (d === undefined) {
     d = createHash('sha1').update(args.join('\u0000')).digest('base64url').slice(0, 16);
@@ -51,7 +55,7 @@ function argsDigest(args: string[]): string {
  * step_sends), so every API replica answers a poll the same way; returns the
  * record to store when the step goes out ('due' for a step that does not repeat).
  */
-export function dueNow(sends: StepSends, type: string, args: string[], nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; at: number } | 'due' | undefined {
+export function dueNow(sends: StepSends, type: string, args: string[] | { digest: string }, nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; at: number } | 'due' | undefined {
   const mark = staleMark(type, args, nowMs, repeatMs);
   return mark ? dueBy(sends[type], mark, nowMs) : 'due';
 }
@@ -67,7 +71,7 @@ export function dueBy(prev: { d: string; at: number } | undefined, mark: { d: st
  * send of those arguments is stale (due again); undefined for a step that
  * does not repeat. The check-in applies the same rule in SQL (hosts-repo.ts).
  */
-export function staleMark(type: string, args: string[], nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; stale: number } | undefined {
+export function staleMark(type: string, args: string[] | { digest: string }, nowMs: number, repeatMs: StepRepeatMs = DEFAULT_STEP_REPEAT_MS): { d: string; stale: number } | undefined {
   const every = repeatMs[type];
   if (every === undefined) return undefined;
   // A poll that comes a little early still counts: agents poll every ~60 s, and a strict bound would let one

@@ -1,4 +1,4 @@
-import { buildClusterView as buildFromPeers, stepViewPeers } from '../../src/services/step-args';
+import { buildClusterView as buildFromPeers, connectivityArgs, stepViewPeers } from '../../src/services/step-args';
 import { DEFAULT_STEP_REPEAT_MS, dueNow, stepRepeatSetting } from '../../src/services/step-cadence';
 import { parseConfig } from '../../src/config';
 
@@ -31,7 +31,8 @@ describe('the connectivity peer list', () => {
 
   it('so a step whose peers did not change is not handed out again within its interval', () => {
     const now = 1_000_000;
-    const args = (view: ReturnType<typeof buildClusterView>) => [JSON.stringify(view.peers)];
+    const me = hosts[3]!.id;
+    const args = (view: ReturnType<typeof buildClusterView>) => connectivityArgs(view, me, now)!;
     const sent = dueNow({}, 'connectivity-check', args(buildClusterView('f', cluster, hosts)), now);
     expect(sent).toMatchObject({ at: now });
     const sends = { 'connectivity-check': sent as { d: string; at: number } };
@@ -41,6 +42,67 @@ describe('the connectivity peer list', () => {
     expect(dueNow(sends, 'connectivity-check', args(buildClusterView('f', cluster, hosts.slice(1))), now + 60_000)).toMatchObject({ at: now + 60_000 });
     // Unchanged, once the interval passed.
     expect(dueNow(sends, 'connectivity-check', args(buildClusterView('f', cluster, hosts)), now + DEFAULT_STEP_REPEAT_MS['connectivity-check']!)).toMatchObject({ at: now + 120_000 });
+  });
+});
+
+describe("a host's connectivity check", () => {
+  const view = () => buildClusterView('f', cluster, hosts);
+  /** What the upstream agent expects: every other peer with IPv4 NICs, addresses without their prefix. */
+  const expected = (rows: typeof hosts, me: string) =>
+    JSON.stringify(
+      stepViewPeers(rows.map((h) => ({ id: h.id, interfaces: (JSON.parse(h.inventory) as { interfaces: [] }).interfaces })))
+        .filter((p) => p.host_id !== me && p.nics.length)
+        .map((p) => ({ host_id: p.host_id, nics: p.nics.map((n) => ({ ...n, ip_addresses: n.ip_addresses.map((a) => a.split('/')[0]) })) })),
+    );
+
+  it('names every other peer with its bare addresses', () => {
+    for (const h of [hosts[0]!, hosts[7]!, hosts[11]!]) {
+      const a = connectivityArgs(view(), h.id, 0)!;
+      expect(a.build()).toEqual([expected(hosts, h.id)]);
+      const peers = JSON.parse(a.build()[0]!) as Array<{ host_id: string; nics: Array<{ ip_addresses: string[] }> }>;
+      expect(peers).toHaveLength(11);
+      expect(peers.map((p) => p.host_id)).not.toContain(h.id);
+      expect(peers[0]!.nics[0]!.ip_addresses[0]).toMatch(/^10\.0\.0\.\d+$/);
+    }
+  });
+
+  it('leaves out peers without IPv4 addresses, and has none for a host alone or outside the view', () => {
+    const bare = { id: '00000000-0000-4000-8000-999999999999', inventory: JSON.stringify({ interfaces: [{ name: 'eth0', mac_address: '52:54:00:00:01:00', ipv4_addresses: [] }] }) };
+    const rows = [...hosts, bare];
+    const v = buildClusterView('f', cluster, rows);
+    expect(connectivityArgs(v, hosts[0]!.id, 0)!.build()).toEqual([expected(rows, hosts[0]!.id)]);
+    expect(JSON.parse(connectivityArgs(v, hosts[0]!.id, 0)!.build()[0]!)).toHaveLength(11);
+    // The peer without addresses still probes the others.
+    expect(JSON.parse(connectivityArgs(v, bare.id, 0)!.build()[0]!)).toHaveLength(12);
+    expect(connectivityArgs(buildClusterView('f', cluster, hosts.slice(0, 1)), hosts[0]!.id, 0)).toBeUndefined();
+    expect(connectivityArgs(v, '00000000-0000-4000-8000-000000000bad', 0)).toBeUndefined();
+  });
+
+  it("has a digest that moves with any peer's addresses, the host's own too, and not with row order", () => {
+    const me = hosts[2]!.id;
+    const d = connectivityArgs(view(), me, 0)!.digest;
+    expect(connectivityArgs(buildClusterView('g', cluster, shuffled(hosts, 4)), me, 0)!.digest).toBe(d);
+    const moved = (i: number) => hosts.map((h, j) => (j === i ? { ...h, inventory: inventory(200 + i) } : h));
+    expect(connectivityArgs(buildClusterView('f', cluster, moved(5)), me, 0)!.digest).not.toBe(d);
+    expect(connectivityArgs(buildClusterView('f', cluster, moved(2)), me, 0)!.digest).not.toBe(d);
+  });
+
+  it('past 150 peers, probes a sample of 150 that rotates each minute, the minute in its digest', () => {
+    const many = Array.from({ length: 200 }, (_, i) => ({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, inventory: inventory((i % 250) + 1) }));
+    const v = buildClusterView('f', cluster, many);
+    const me = many[10]!.id;
+    const at = (ms: number) => connectivityArgs(v, me, ms)!;
+    const ids = (ms: number) => (JSON.parse(at(ms).build()[0]!) as Array<{ host_id: string }>).map((p) => p.host_id);
+    expect(ids(0)).toHaveLength(150);
+    expect(ids(0)).not.toContain(me);
+    expect(ids(59_000)).toEqual(ids(0));
+    expect(at(59_000).digest).toBe(at(0).digest);
+    expect(ids(60_000)).not.toEqual(ids(0));
+    expect(at(60_000).digest).not.toBe(at(0).digest);
+    // Over the minutes every peer is probed.
+    const seen = new Set<string>();
+    for (let m = 0; m < 199; m++) for (const id of ids(m * 60_000)) seen.add(id);
+    expect(seen.size).toBe(199);
   });
 });
 
