@@ -21,6 +21,12 @@ export const REFRESH_BATCH_TARGETS = 8;
  */
 export const REFRESHER_NICE = 10;
 
+/**
+ * The nice value of the API refresher's main thread, by default
+ * (API_REFRESHER_MAIN_NICE; why: src/api/refresher-process.ts).
+ */
+export const REFRESHER_MAIN_NICE = -5;
+
 const port = z.coerce
   .number({ message: 'must be a port number' })
   .int('must be a whole number')
@@ -134,6 +140,8 @@ export const ENV_SCHEMA = z.object({
   REFRESH_BATCH_TARGETS: z.coerce.number().int().min(1).max(64).default(REFRESH_BATCH_TARGETS),
   // The API refresher process's nice value (src/api/refresher-process.ts, REFRESHER_NICE): 0 runs it beside the serving processes.
   API_REFRESHER_NICE: z.coerce.number().int().min(0).max(19).default(REFRESHER_NICE),
+  // Its main thread's, the one that runs the refreshes (REFRESHER_MAIN_NICE): below 0 needs the privilege to raise a priority, else it stays at the process's own.
+  API_REFRESHER_MAIN_NICE: z.coerce.number().int().min(-20).max(19).default(REFRESHER_MAIN_NICE),
   STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
   STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
   STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
@@ -213,6 +221,7 @@ export interface Config {
   refreshBatchTargets: number;
   /** The nice value of the API's refresher process, when it has one of its own (refresher-process.ts). */
   apiRefresherNice: number;
+  apiRefresherMainNice: number;
   /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
   stepRepeatSeconds: Record<string, number>;
   install: { preparingMs: number; stageSoftMs: number; stageHardMs: number; finalizingMs: number };
@@ -326,6 +335,7 @@ export function parseConfig(
     apiRefresher: e.API_REFRESHER === 'true',
     refreshBatchTargets: e.REFRESH_BATCH_TARGETS,
     apiRefresherNice: e.API_REFRESHER_NICE,
+    apiRefresherMainNice: e.API_REFRESHER_MAIN_NICE,
     stepRepeatSeconds: {
       inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
       'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,
@@ -410,6 +420,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     API_REFRESHER: String(c.apiRefresher),
     REFRESH_BATCH_TARGETS: String(c.refreshBatchTargets),
     API_REFRESHER_NICE: String(c.apiRefresherNice),
+    API_REFRESHER_MAIN_NICE: String(c.apiRefresherMainNice),
     STEP_REPEAT_INVENTORY_SECONDS: String(c.stepRepeatSeconds.inventory),
     STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: String(c.stepRepeatSeconds['connectivity-check']),
     STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: String(c.stepRepeatSeconds['free-network-addresses']),

@@ -30,6 +30,8 @@ describe('parseConfig', () => {
     ['S3_BUCKET', 'Bad_Bucket', /S3_BUCKET must be a valid S3 bucket name/],
     ['API_REFRESHER_NICE', '20', /API_REFRESHER_NICE/],
     ['API_REFRESHER_NICE', '-1', /API_REFRESHER_NICE/],
+    ['API_REFRESHER_MAIN_NICE', '-21', /API_REFRESHER_MAIN_NICE/],
+    ['API_REFRESHER_MAIN_NICE', '20', /API_REFRESHER_MAIN_NICE/],
   ])('rejects %s=%s naming the variable', (name, value, pattern) => {
     let err: unknown;
     try {
@@ -46,6 +48,9 @@ describe('parseConfig', () => {
     expect(parseConfig({}).apiRefresherNice).toBe(10);
     expect(parseConfig({ API_REFRESHER_NICE: '0' }).apiRefresherNice).toBe(0);
     expect(parseConfig({ API_REFRESHER_NICE: '19' }).apiRefresherNice).toBe(19);
+    expect(parseConfig({}).apiRefresherMainNice).toBe(-5);
+    expect(parseConfig({ API_REFRESHER_MAIN_NICE: '-20' }).apiRefresherMainNice).toBe(-20);
+    expect(parseConfig({ API_REFRESHER_MAIN_NICE: '0' }).apiRefresherMainNice).toBe(0);
   });
 
   it('requires the S3 settings when STORAGE_BACKEND=s3', () => {
@@ -65,6 +70,7 @@ describe('parseConfig', () => {
       S3_SECRET_KEY: 'sk',
       READINESS_TIMEOUT_MS: '1234',
       API_REFRESHER_NICE: '3',
+      API_REFRESHER_MAIN_NICE: '-2',
     };
     const c = parseConfig(env);
     const again = parseConfig(configToEnv(c) as Record<string, string>);
