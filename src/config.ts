@@ -22,8 +22,9 @@ export const REFRESH_BATCH_TARGETS = 8;
 export const REFRESHER_NICE = 10;
 
 /**
- * The nice value of the API refresher's main thread, by default
- * (API_REFRESHER_MAIN_NICE; why: src/api/refresher-process.ts).
+ * A nice value for the API refresher's main thread that puts it above the
+ * serving processes (API_REFRESHER_MAIN_NICE=-5; not the default, why:
+ * src/api/refresher-process.ts).
  */
 export const REFRESHER_MAIN_NICE = -5;
 
@@ -140,8 +141,8 @@ export const ENV_SCHEMA = z.object({
   REFRESH_BATCH_TARGETS: z.coerce.number().int().min(1).max(64).default(REFRESH_BATCH_TARGETS),
   // The API refresher process's nice value (src/api/refresher-process.ts, REFRESHER_NICE): 0 runs it beside the serving processes.
   API_REFRESHER_NICE: z.coerce.number().int().min(0).max(19).default(REFRESHER_NICE),
-  // Its main thread's, the one that runs the refreshes (REFRESHER_MAIN_NICE): below 0 needs the privilege to raise a priority, else it stays at the process's own.
-  API_REFRESHER_MAIN_NICE: z.coerce.number().int().min(-20).max(19).default(REFRESHER_MAIN_NICE),
+  // Its main thread's, the one that runs the refreshes (unset: API_REFRESHER_NICE's; src/api/refresher-process.ts): below 0 needs the privilege to raise a priority, else it stays at the process's own.
+  API_REFRESHER_MAIN_NICE: z.coerce.number().int().min(-20).max(19).optional(),
   STEP_REPEAT_INVENTORY_SECONDS: stepRepeat(300),
   STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS: stepRepeat(120),
   STEP_REPEAT_FREE_NETWORK_ADDRESSES_SECONDS: stepRepeat(300),
@@ -335,7 +336,7 @@ export function parseConfig(
     apiRefresher: e.API_REFRESHER === 'true',
     refreshBatchTargets: e.REFRESH_BATCH_TARGETS,
     apiRefresherNice: e.API_REFRESHER_NICE,
-    apiRefresherMainNice: e.API_REFRESHER_MAIN_NICE,
+    apiRefresherMainNice: e.API_REFRESHER_MAIN_NICE ?? e.API_REFRESHER_NICE,
     stepRepeatSeconds: {
       inventory: e.STEP_REPEAT_INVENTORY_SECONDS,
       'connectivity-check': e.STEP_REPEAT_CONNECTIVITY_CHECK_SECONDS,

@@ -53,27 +53,29 @@ import { joinApiCluster } from './cluster';
  * both sizes), and a machine with fewer hosts, or cores to spare, can choose
  * fresher validations with 0.
  *
- * That was every thread of the process at one value. The threads differ:
- * the main one runs the refreshes, short and latency-bound (a report waits
- * for its refresh), V8's helper threads run the collections' bursts of
- * marking and sweeping. So the helpers stay at this value, and the main
- * thread runs above the serving processes (REFRESHER_MAIN_NICE).
+ * The threads differ: the main one runs the refreshes, short and
+ * latency-bound (a report waits for them), V8's helper threads run the
+ * collections' bursts of marking and sweeping. API_REFRESHER_MAIN_NICE
+ * sets the main thread's value alone (unset, it is this one).
  */
 export { REFRESHER_NICE };
 
 /**
- * The refresher's main thread above the serving processes (nice -5 by
- * default): a refresh runs as soon as its window ends, not when the serving
- * processes leave a core free, while the collections' work, on V8's helper
- * threads, stays below them. One thread at -5 takes at most one core of
- * the machine, so the serving processes always keep the rest. Measured at
- * 20,000 hosts, 1,700 agent requests/s (bench/agent-api, 120 s, 2026-12-01,
- * eighteenth session, same code with the main thread reniced during the
- * run): every thread at 10, report → stored p99 248 / 276 ms and poll p99
- * 26 / 25 ms; main thread at 0, 195 and 37 ms; at -5, 71 and 30 ms. Below
- * 0 needs the privilege to raise a priority (root, or CAP_SYS_NICE);
- * without it the main thread stays at the process's own priority, with a
- * line in the log.
+ * The main thread above the serving processes (API_REFRESHER_MAIN_NICE=-5),
+ * its helpers still at 10: a refresh runs as soon as its window ends, not
+ * when the serving processes leave a core free; one thread takes at most
+ * one core. A trade, so not the default (bench/README.md, 2026-12-01,
+ * eighteenth session, 120 s windows): in the agent mix at 20,000 hosts,
+ * 1,700 requests/s, report → stored p99 71 / 91 ms against 248 / 276 with
+ * every thread at 10 on a fast hour, 131 / 308 against 530 / 410 on a slow
+ * one, poll p99 30 / 32 against 25 / 26 ms and 60 / 137 against 53 / 65; but
+ * in a boot storm (5,000 hosts, 16 agents at a time) 380 / 277 hosts/s
+ * against 450 / 368, the refreshes running during the storm instead of
+ * after it and coalescing less (API CPU per host 2.96 / 4.26 ms against
+ * 2.64 / 3.36), though every host was validated 0.3 s after the last
+ * inventory against 1.2 / 2.0 s. Below 0 needs the privilege to raise a
+ * priority (root, or CAP_SYS_NICE); without it the main thread stays at
+ * the process's own priority, with a line in the log.
  */
 export { REFRESHER_MAIN_NICE };
 

@@ -148,7 +148,8 @@ const portOpen = (port: number) =>
 
 it('serves from two processes, sums their metrics, restarts a dead one, and takes both down with a SIGKILLed primary', async () => {
   const port = await freePort();
-  const { child, log } = startApiProcesses(port, 2);
+  // The refresher's main thread asked to run above the serving processes (by default it runs with the others, below).
+  const { child, log } = startApiProcesses(port, 2, { API_REFRESHER_MAIN_NICE: String(REFRESHER_MAIN_NICE) });
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
   // One worker answering is not the end of start-up: until every serving process listens, a process that dies
   // stops them all (by design: "exits 1 when its processes cannot start"). On a loaded machine the second
@@ -232,8 +233,8 @@ it('serves from two processes, sums their metrics, restarts a dead one, and take
 
 it('stops every process on SIGTERM and exits 0 (its refresher at the priorities API_REFRESHER_NICE and API_REFRESHER_MAIN_NICE ask for)', async () => {
   const port = await freePort();
-  // The primary takes this process's priority: the main thread asked for that one is left where it is.
-  const { child } = startApiProcesses(port, 2, { API_REFRESHER_NICE: '0', API_REFRESHER_MAIN_NICE: String(getPriority(0)) });
+  // API_REFRESHER_MAIN_NICE unset: the main thread takes API_REFRESHER_NICE's value too.
+  const { child } = startApiProcesses(port, 2, { API_REFRESHER_NICE: '0' });
   await eventually(async () => (await get(port, '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the API answering');
   const { serving, refresher } = await apiChildren(child.pid!);
   // Nice 0: not lowered, every thread at the primary's priority (the default lowers them all: the test above), and it refreshes.

@@ -48,7 +48,9 @@ describe('parseConfig', () => {
     expect(parseConfig({}).apiRefresherNice).toBe(10);
     expect(parseConfig({ API_REFRESHER_NICE: '0' }).apiRefresherNice).toBe(0);
     expect(parseConfig({ API_REFRESHER_NICE: '19' }).apiRefresherNice).toBe(19);
-    expect(parseConfig({}).apiRefresherMainNice).toBe(-5);
+    // Unset, the main thread's follows API_REFRESHER_NICE.
+    expect(parseConfig({}).apiRefresherMainNice).toBe(10);
+    expect(parseConfig({ API_REFRESHER_NICE: '3' }).apiRefresherMainNice).toBe(3);
     expect(parseConfig({ API_REFRESHER_MAIN_NICE: '-20' }).apiRefresherMainNice).toBe(-20);
     expect(parseConfig({ API_REFRESHER_MAIN_NICE: '0' }).apiRefresherMainNice).toBe(0);
   });
