@@ -222,6 +222,7 @@ export interface Config {
   refreshBatchTargets: number;
   /** The nice value of the API's refresher process, when it has one of its own (refresher-process.ts). */
   apiRefresherNice: number;
+  /** The nice value of that process's main thread alone (API_REFRESHER_MAIN_NICE; unset, apiRefresherNice). */
   apiRefresherMainNice: number;
   /** Per repeating discovery step type, seconds between asks with unchanged arguments (src/services/step-cadence.ts). */
   stepRepeatSeconds: Record<string, number>;

@@ -17,9 +17,8 @@
  * process (a serving one settling a read, the worker's backup refresher)
  * refreshes the same targets with the same result.
  */
-import { readdirSync } from 'node:fs';
+import { promises as fs, readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
-import { promises as fs } from 'node:fs';
 import { REFRESHER_MAIN_NICE, REFRESHER_NICE, type Config } from '../config';
 import type { Logger } from '../logger';
 import { createDb } from '../db/database';

@@ -171,10 +171,15 @@ function connectivityParts(peers: ClusterView['peers']): NonNullable<ClusterView
   return { digest: `c${hash.digest('base64url').slice(0, 16)}`, parts, count: parts.filter((p) => p !== undefined).length };
 }
 
+/** A host's entry in its cluster's view, with its place in `peers` (the index is built on first use). */
+function peerOf(view: ClusterView, hostId: string): { peer: ClusterView['peers'][number]; index: number } | undefined {
+  if (!view.byId.size) view.peers.forEach((peer, index) => view.byId.set(peer.host_id, { peer, index }));
+  return view.byId.get(hostId);
+}
+
 /** A host's connectivity check in its cluster's view: its peers with IPv4 NICs, past MAX_PEERS a sample that rotates each minute. */
 export function connectivityArgs(view: ClusterView, hostId: string, nowMs: number): DeferredArgs | undefined {
-  if (!view.byId.size) view.peers.forEach((peer, index) => view.byId.set(peer.host_id, { peer, index }));
-  const own = view.byId.get(hostId);
+  const own = peerOf(view, hostId);
   if (!own) return undefined;
   const parts = (view.connectivity ??= connectivityParts(view.peers));
   const count = parts.count - (parts.parts[own.index] === undefined ? 0 : 1);
@@ -210,13 +215,12 @@ export async function stepArgs(ctx: ServiceContext, type: string, host: PollingH
     return disk ? [JSON.stringify({ path: disk }), '480.00'] : undefined;
   }
   const view = host.cluster_id ? await clusterView(ctx, host.cluster_id, host.view_stamp) : undefined;
-  if (view && !view.byId.size) view.peers.forEach((peer, index) => view.byId.set(peer.host_id, { peer, index }));
-  const self = view?.byId.get(host.id)?.peer;
+  const self = view ? peerOf(view, host.id)?.peer : undefined;
   switch (type) {
     case 'ntp-synchronizer':
       return sharedArgs(view, type, () => [JSON.stringify({ ntp_source: view?.ntp ?? '' })]);
     case 'connectivity-check':
-      return view && self ? connectivityArgs(view, host.id, ctx.now().getTime()) : undefined;
+      return view ? connectivityArgs(view, host.id, ctx.now().getTime()) : undefined;
     case 'free-network-addresses': {
       // With machine networks every host sweeps the same ones; without, each its own.
       if (view?.machineNetworks.length) return sharedArgs(view, type, () => smallNetworks(view.machineNetworks));
