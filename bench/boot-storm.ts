@@ -6,7 +6,7 @@
  * `discovering` (machine network, API and ingress VIPs).
  *
  *   npm run bench:boot-storm -- [--hosts 1000] [--concurrency 16] [--hosts-per-cluster 50]
- *                               [--repo DIR] [--baseline DIR] [--api-processes N] [--json FILE]
+ *                               [--repo DIR] [--baseline DIR] [--api-processes N] [--api-env K=V] [--json FILE]
  *
  * Measures: hosts/s over the storm, p50/p99 of each request type, the time
  * from the last host's inventory answer until no host is `discovering` and
@@ -59,6 +59,8 @@ interface Options {
   repo: string;
   baseline?: string;
   apiProcesses?: number;
+  /** More environment of the API processes (a setting under study), for this checkout's run and the baseline's alike. */
+  apiEnv: Record<string, string>;
   settleTimeoutS: number;
   json?: string;
 }
@@ -70,12 +72,13 @@ const USAGE = `usage: node dist/bench/boot-storm.js [options]
   --repo DIR              run migrations and the API from DIR's build (default: this checkout)
   --baseline DIR          after this checkout, run the same storm against DIR's build and print the ratio
   --api-processes N       API_PROCESSES of the API (only for a build that has it)
+  --api-env K=V           another environment variable of the API processes (repeatable), e.g. API_REFRESHER_MAIN_NICE=-5
   --settle-timeout S      longest wait for every host to leave discovering (default 120)
   --json FILE             the result file (default bench/results/boot-storm-<time>.json)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { hosts: 1000, concurrency: 16, hostsPerCluster: 50, repo: repoRoot(), settleTimeoutS: 120 };
+  const o: Options = { hosts: 1000, concurrency: 16, hostsPerCluster: 50, repo: repoRoot(), apiEnv: {}, settleTimeoutS: 120 };
   const num = (name: string, v: string | undefined, min: number, max: number): number => boundedNumber(name, v, min, max, { whole: true, usage: USAGE });
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -87,6 +90,12 @@ function parseArgs(argv: string[]): Options {
       case '--repo': o.repo = path.resolve(next() ?? ''); break;
       case '--baseline': o.baseline = path.resolve(next() ?? ''); break;
       case '--api-processes': o.apiProcesses = num(a, next(), 1, 64); break;
+      case '--api-env': {
+        const [k, ...v] = (next() ?? '').split('=');
+        if (!k || !v.length) throw new Error(`--api-env takes K=V\n${USAGE}`);
+        o.apiEnv[k] = v.join('=');
+        break;
+      }
       case '--settle-timeout': o.settleTimeoutS = num(a, next(), 1, 3600); break;
       case '--json': o.json = next(); break;
       case '--help': case '-h': process.stdout.write(USAGE); process.exit(0); break;
@@ -171,6 +180,7 @@ async function runStorm(o: Options, repo: string): Promise<StormResult> {
       AUTH_TYPE: 'none',
       API_VALIDATE_RESPONSES: 'false',
       ...(o.apiProcesses ? { API_PROCESSES: String(o.apiProcesses) } : {}),
+      ...o.apiEnv,
     });
     await waitHttpOk(`http://127.0.0.1:${port}/healthz`, 60_000, api);
     await sleep(500);
