@@ -28,7 +28,7 @@ import type { ClosedResult, OpenResult } from './agent-load';
 import { cpuShare, findKnee, nextBisectRate, parseRates, scrapeEffect, secondsLine, type CpuShare, type ScrapeEffect, type KneeCriteria, type Percentiles, type RateOutcome } from './agent-stats';
 import { cpuSnapshot, fmt, freshnessP99Cell, freshnessProbe, Generator, log, mb, ms, populate, readRefreshMetrics, refreshBacklog, refreshesBetween, gcBetween, resultPath, rssSampler, startStack, writeResult, gitCommit, type FreshnessResult, type SlowSample, type Stack } from './agent-stack';
 import { machineLoad, treePssKb, treeRssKb } from './proc-stats';
-import { boundedNumber } from './support';
+import { boundedNumber, keyValue } from './support';
 
 // ---- the target from the issue: 100,000 hosts polling every 60 s, p99 under 50 ms; report → visible p99 under 200 ms.
 const TARGET_RPS = 1700;
@@ -159,14 +159,14 @@ function parseArgs(argv: string[]): Options {
       case '--pool-max': o.poolMax = Math.floor(num(a, next(), 1, 200)); break;
       case '--node-options': o.nodeOptions = next(); break;
       case '--api-env': {
-        const [k, ...v] = (next() ?? '').split('=');
-        o.apiEnv[k!] = v.join('=');
+        const [k, v] = keyValue(a, next(), USAGE);
+        o.apiEnv[k] = v;
         break;
       }
       case '--pg-sql': o.pgSql.push(next() ?? ''); break;
       case '--pg-conf': {
-        const [k, ...v] = (next() ?? '').split('=');
-        o.pgConf[k!] = v.join('=');
+        const [k, v] = keyValue(a, next(), USAGE);
+        o.pgConf[k] = v;
         break;
       }
       case '--cpu-prof': o.cpuProf = true; break;

@@ -28,6 +28,7 @@ import { freePort, repoRoot, sleep } from '../src/dev/process-utils';
 import { inventoryFor } from './inventory';
 import {
   boundedNumber,
+  keyValue,
   AGENT_API,
   benchHostId,
   createBenchClusters,
@@ -91,9 +92,8 @@ function parseArgs(argv: string[]): Options {
       case '--baseline': o.baseline = path.resolve(next() ?? ''); break;
       case '--api-processes': o.apiProcesses = num(a, next(), 1, 64); break;
       case '--api-env': {
-        const [k, ...v] = (next() ?? '').split('=');
-        if (!k || !v.length) throw new Error(`--api-env takes K=V\n${USAGE}`);
-        o.apiEnv[k] = v.join('=');
+        const [k, v] = keyValue(a, next(), USAGE);
+        o.apiEnv[k] = v;
         break;
       }
       case '--settle-timeout': o.settleTimeoutS = num(a, next(), 1, 3600); break;

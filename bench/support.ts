@@ -70,6 +70,17 @@ export function checkOptions(usage: string, spec: OptionSpec, argv: readonly str
 }
 
 /**
+ * A `K=V` option's value (the first `=` splits; the value may hold more), or
+ * an error naming the flag, with `usage`: a bench's environment and
+ * server-setting options share it.
+ */
+export function keyValue(name: string, text: string | undefined, usage?: string): [string, string] {
+  const [k, ...v] = (text ?? '').split('=');
+  if (!k || !v.length) throw new Error(`${name} takes K=V (got ${text ?? 'nothing'})${usage ? `\n${usage}` : ''}`);
+  return [k, v.join('=')];
+}
+
+/**
  * An option's value as a number within [min, max] (a whole one with
  * `whole`), or an error naming the option and what it got, followed by
  * `usage` when given: the benches that parse their own command line share it.

@@ -3,7 +3,7 @@
  * checkOptions): a mistyped option used to run minutes with the defaults
  * and print figures for a run nobody asked for.
  */
-import { boundedNumber, optionProblem, type OptionSpec } from '../../bench/support';
+import { boundedNumber, keyValue, optionProblem, type OptionSpec } from '../../bench/support';
 
 const spec: OptionSpec = { numbers: ['rounds', 'clusters'], strings: ['rates'], switches: ['cold'] };
 
@@ -41,4 +41,12 @@ test('a bounded number option: within its bounds, whole when asked, and its usag
   expect(() => boundedNumber('--minutes', undefined, 0, 60)).toThrow('(got nothing)');
   expect(() => boundedNumber('--minutes', '', 0, 60)).toThrow('--minutes must be a number');
   expect(() => boundedNumber('--hosts', 'many', 1, 10, { whole: true, usage: 'usage: bench --hosts N' })).toThrow(/\(got many\)\nusage: bench --hosts N$/);
+});
+
+test('a K=V option splits at its first = and refuses a missing name or value', () => {
+  expect(keyValue('--api-env', 'NODE_OPTIONS=--max-old-space-size=4096')).toEqual(['NODE_OPTIONS', '--max-old-space-size=4096']);
+  expect(keyValue('--pg-conf', 'work_mem=')).toEqual(['work_mem', '']);
+  expect(() => keyValue('--api-env', 'FOO')).toThrow('--api-env takes K=V (got FOO)');
+  expect(() => keyValue('--pg-conf', '=x')).toThrow('--pg-conf takes K=V (got =x)');
+  expect(() => keyValue('--api-env', undefined, 'usage: …')).toThrow(/takes K=V \(got nothing\)\nusage: …/);
 });
