@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import type { Knex } from 'knex';
 import type { ClusterRow, HostRow } from '../db/rows';
-import { HOST_VALIDATIONS, HOST_VALIDATION_CATEGORY, HARDWARE_MINIMUM } from '../domain/lifecycle/host-validations';
+import { HOST_VALIDATIONS, HOST_VALIDATION_CATEGORY, HARDWARE_MINIMUM, clockVerdict } from '../domain/lifecycle/host-validations';
 import { CLUSTER_VALIDATIONS, CLUSTER_VALIDATION_CATEGORY, CLUSTER_INPUT_VALIDATIONS } from '../domain/lifecycle/cluster-validations';
 import { nextHostStatus, type HostRefreshSummary } from '../domain/lifecycle/host-state-machine';
 import { nextClusterStatus } from '../domain/lifecycle/cluster-state-machine';
@@ -224,7 +224,7 @@ function deriveNetworks(c: ClusterFacts, doc: Json, free: Array<Array<{ network:
  * not all fifty). Two parts:
  * - its own facts: everything the row's writes move (facts_version: every
  *   write of a host moves it), the columns read fresh, and what time changes
- *   (whether it is connected, how far its clock is from the service's);
+ *   (whether it is connected, and its clock's verdict: clockVerdict);
  * - what it sees of the cluster (sharedInputs): the cluster's facts and,
  *   of every host, what checks read of a peer (id, name, role, status, its
  *   addresses, whom it reached).
@@ -234,8 +234,7 @@ function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings, shar
   const connected = isConnected(f, settings.disconnectTimeoutMs);
   // Disconnected, its message counts the seconds since its last poll (and those excused).
   const silence = connected ? 'c' : f.sinceCheckInMs === undefined ? 'never' : `${Math.round(f.sinceCheckInMs / 1000)}/${Math.round((f.excusedSilenceMs ?? 0) / 1000)}`;
-  const clock = f.agentTimestampS === undefined || f.serviceTimestampS === undefined ? null : f.agentTimestampS - f.serviceTimestampS;
-  return [String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clock, shared];
+  return [String(row.facts_version), f.status, f.role, f.suggestedRole, f.bootstrap, f.requestedHostname ?? null, silence, clockVerdict(f, settings), shared];
 }
 
 /**
@@ -244,7 +243,7 @@ function ownInputs(row: HostRow, f: HostFacts, settings: LifecycleSettings, shar
  * refresh's CPU (bench/refresh-cost, profiled: 50 hosts a refresh, each
  * stringified, concatenated, then flattened to be compared).
  */
-type Inputs = readonly [version: string, status: string, role: string, suggestedRole: string, bootstrap: boolean, requestedHostname: string | null, silence: string, clock: number | null, shared: string];
+type Inputs = readonly [version: string, status: string, role: string, suggestedRole: string, bootstrap: boolean, requestedHostname: string | null, silence: string, clock: string | null, shared: string];
 const NO_INPUTS: Inputs = ['', '', '', '', false, null, '', null, ''];
 function sameInputs(a: Inputs, b: Inputs): boolean {
   if (a === b) return true;

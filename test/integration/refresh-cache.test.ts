@@ -357,6 +357,50 @@ describe('a refresh re-validates only hosts whose inputs changed', () => {
   });
 });
 
+describe('a refresh keys a host\'s clock on what its check makes of it', () => {
+  it('validates nobody again for a clock that moved a second, fails the host once it leaves the tolerance, and names each minute more', async () => {
+    const env = await newCluster('skew', 2, 87);
+    const host = env.hostIds[0]!;
+    // A poll's check-in as the agent's own clock stamps it, `aheadS` seconds from the service's.
+    const polled = async (aheadS: number) => {
+      const now = Date.now();
+      await db('hosts').where({ id: host }).update({ checked_in_at: new Date(now), agent_timestamp: String(Math.floor(now / 1000) + aheadS) });
+    };
+    const hint = async () => {
+      const doc = ((await db('hosts').where({ id: host }).first('doc')) as { doc: { validation_remediation: string } }).doc;
+      return (JSON.parse(doc.validation_remediation) as Record<string, { hint?: string } | undefined>)['time-synced-between-host-and-service']?.hint;
+    };
+    await polled(0);
+    await refresh(env);
+    await refresh(env);
+    expect(await validation(host, 'time-synced-between-host-and-service')).toBe('success');
+    const spy = jest.spyOn(HOST_VALIDATIONS.find((v) => v.id === 'has-min-memory')!, 'check');
+    try {
+      // A poll and the service's stamp of it either side of a second's boundary: the same verdict, nothing checked.
+      await polled(1);
+      await refresh(env);
+      await polled(-1);
+      await refresh(env);
+      expect(spy.mock.calls).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+    await polled(2 * 3600);
+    await refresh(env);
+    expect(await validation(host, 'time-synced-between-host-and-service')).toBe('failure');
+    expect(await hint()).toMatch(/120 minutes ahead/);
+    await polled(2 * 3600 + 5 * 60);
+    await refresh(env);
+    expect(await hint()).toMatch(/125 minutes ahead/);
+    await polled(-30 * 60);
+    await refresh(env);
+    expect(await hint()).toMatch(/30 minutes behind/);
+    await polled(0);
+    await refresh(env);
+    expect(await validation(host, 'time-synced-between-host-and-service')).toBe('success');
+  });
+});
+
 describe('a refresher works on several clusters at a time', () => {
   it('overlaps up to its concurrency and refreshes every pending cluster', async () => {
     const envs: Env[] = [];

@@ -10,6 +10,23 @@ import { isConnected } from './silence';
 import { RAM_TOLERANCE_FRACTION, RAM_TOLERANCE_MIB, type LifecycleSettings } from './requirements';
 import { fail, ok, pending, type ValidationSpec } from './validation-types';
 
+/**
+ * All the time-synced check makes of a host's clock: null before its first
+ * timed poll, 'ok' within the tolerance, else the whole minutes its message
+ * names, signed ('+' ahead, '-' behind). Two clocks with one verdict give
+ * one result, so the refresh keys a host's validations on this, not on the
+ * difference in seconds: that moves by a second whenever a poll and the
+ * service's stamp of it fall either side of a second's boundary, and each
+ * such move validated the host again, its whole inventory parsed, to the
+ * same answer (a third of the refresher's host checks in the agent-api mix).
+ */
+export function clockVerdict(h: Pick<HostFacts, 'agentTimestampS' | 'serviceTimestampS'>, settings: Pick<LifecycleSettings, 'clockBehindMaxS' | 'clockAheadMaxS'>): string | null {
+  if (h.agentTimestampS === undefined || h.serviceTimestampS === undefined) return null;
+  const diff = h.agentTimestampS - h.serviceTimestampS;
+  if (diff >= -settings.clockBehindMaxS && diff <= settings.clockAheadMaxS) return 'ok';
+  return `${diff > 0 ? '+' : '-'}${Math.round(Math.abs(diff) / 60)}`;
+}
+
 export interface HostCheckContext {
   cluster: ClusterFacts | undefined;
   settings: LifecycleSettings;
@@ -327,11 +344,12 @@ export const HOST_VALIDATIONS: readonly Spec[] = [
     category: 'network',
     description: "The host's clock is close enough to the service's.",
     check: (h, ctx) => {
-      if (h.agentTimestampS === undefined || h.serviceTimestampS === undefined) return pending('Waiting for the host to poll');
-      const diff = h.agentTimestampS - h.serviceTimestampS;
-      if (diff >= -ctx.settings.clockBehindMaxS && diff <= ctx.settings.clockAheadMaxS) return ok('Host clock is synchronized with service');
-      const mins = Math.round(Math.abs(diff) / 60);
-      return fail(`Host clock is ${mins} minutes ${diff > 0 ? 'ahead of' : 'behind'} the service`, { cause: 'clock-skew', hint: `set the clock of ${name(h)} (BIOS or NTP): it is ${mins} minutes ${diff > 0 ? 'ahead' : 'behind'}` });
+      const verdict = clockVerdict(h, ctx.settings);
+      if (verdict === null) return pending('Waiting for the host to poll');
+      if (verdict === 'ok') return ok('Host clock is synchronized with service');
+      const ahead = verdict.startsWith('+');
+      const mins = verdict.slice(1);
+      return fail(`Host clock is ${mins} minutes ${ahead ? 'ahead of' : 'behind'} the service`, { cause: 'clock-skew', hint: `set the clock of ${name(h)} (BIOS or NTP): it is ${mins} minutes ${ahead ? 'ahead' : 'behind'}` });
     },
   },
   {
