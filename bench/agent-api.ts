@@ -196,6 +196,8 @@ interface RateWindow {
   gc?: ReturnType<typeof gcBetween>;
   /** --scrape-every: each scrape's second of the window and wall time, and the p99 of the seconds with one against the rest. */
   scrapes?: ScrapeEffect;
+  /** PostgreSQL's WAL written and checkpoints begun in the window (undefined: the server did not say). */
+  wal?: WalWindow;
 }
 
 const latencyLine = (p: Percentiles) => `p50 ${ms(p.p50)}   p90 ${ms(p.p90)}   p99 ${ms(p.p99)}   max ${ms(p.max)}`;
@@ -299,6 +301,7 @@ async function main(): Promise<void> {
       const scraper = opts.scrapeEvery > 0 ? setInterval(() => void timedScrape(s).then((ms) => scraped.push({ second: Math.floor((performance.now() - ms - markAt) / 1000), ms })), opts.scrapeEvery * 1000) : undefined;
       const m0 = await readRefreshMetrics(s);
       const m0At = performance.now();
+      const wal0 = await walCounters(s);
       if (profiled && opts.pgStats) await s.pgQuery('select pg_stat_statements_reset()');
       const upd0 = profiled && opts.pgStats ? await hostUpdates(s) : undefined;
       const open = await running;
@@ -307,6 +310,8 @@ async function main(): Promise<void> {
       const toUs = Number(process.hrtime.bigint() / 1000n);
       const freshness = await probe?.stop();
       const m1 = await readRefreshMetrics(s);
+      const wal1 = await walCounters(s);
+      const wal = wal0 && wal1 ? walBetween(wal0, wal1) : undefined;
       const refreshes = m0 && m1 ? refreshesBetween(m0, m1, (performance.now() - m0At) / 1000) : undefined;
       const gc = m0 && m1 && Object.keys(m1.gc).length ? gcBetween(m0, m1, (performance.now() - m0At) / 1000) : undefined;
       const backlog = await refreshBacklog(s);
@@ -329,7 +334,7 @@ async function main(): Promise<void> {
       const peak = rss.peak();
       rssPeakOverall.apiKb = Math.max(rssPeakOverall.apiKb, peak.apiKb);
       rssPeakOverall.pgKb = Math.max(rssPeakOverall.pgKb, peak.pgKb);
-      const w: RateWindow = { offered: rate, bisection, open, cpuCores: cpuShare(c0, c1), freshness, apiRssKbPeak: peak.apiKb, pgRssKbPeak: peak.pgKb, refreshBacklog: backlog, refreshes, gc, scrapes: scraper ? scrapeEffect(scraped, open.secondsP99) : undefined };
+      const w: RateWindow = { offered: rate, bisection, open, cpuCores: cpuShare(c0, c1), freshness, apiRssKbPeak: peak.apiKb, pgRssKbPeak: peak.pgKb, refreshBacklog: backlog, refreshes, gc, wal, scrapes: scraper ? scrapeEffect(scraped, open.secondsP99) : undefined };
       printWindow(w);
       return w;
     };
@@ -550,6 +555,7 @@ function printWindow(w: RateWindow): void {
     const kinds = Object.entries(g.perSecond).map(([k, n]) => `${k} ${fmt(n, 1)}/s`).join(', ');
     log(`  GC pauses     ${role.padEnd(9)} ${kinds}; paused ${(g.pausedShare * 100).toFixed(1)} % of the window, ${g.longCount} of ≥ 50 ms, longest ≤ ${ms(g.longestAtMostMs)}   (the service's /metrics; summed over the role's processes)`);
   }
+  if (w.wal) log(`  WAL           ${walLine(w.wal)}`);
   log(`  CPU (cores)   ${cpuLine(w.cpuCores)}`);
   if (w.cpuCores.apiProcesses) log(`  API by process ${Object.entries(w.cpuCores.apiProcesses).map(([k, v]) => `${k.split(':')[0]} ${fmt(v, 2)}`).join(', ')} (cores)`);
   if (w.cpuCores.postgresKinds) log(`  PostgreSQL by process kind ${Object.entries(w.cpuCores.postgresKinds).filter(([, v]) => v >= 0.005).sort((x, y) => y[1] - x[1]).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (cores)`);
@@ -564,6 +570,49 @@ main().then(
     process.exit(1);
   },
 );
+
+interface WalCounters {
+  at: number;
+  bytes: number;
+  timed: number;
+  requested: number;
+}
+interface WalWindow {
+  mbPerSecond: number;
+  /** Checkpoints begun in the window: on schedule (checkpoint_timeout) and asked for (max_wal_size reached, or a command). */
+  timed: number;
+  requested: number;
+  maxWalSize: string;
+  checkpointTimeout: string;
+}
+
+/**
+ * WAL written so far and the checkpoints begun, with the two settings that
+ * pace them. A checkpoint asked for because max_wal_size filled is followed
+ * by a full-page image in the WAL of every page first written after it, and
+ * by the writing out of every dirty buffer: undefined when the server has
+ * neither view (pg_stat_checkpointer is PostgreSQL 17's, pg_stat_bgwriter
+ * the earlier ones').
+ */
+async function walCounters(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<(WalCounters & { maxWalSize: string; checkpointTimeout: string }) | undefined> {
+  const settings = `current_setting('max_wal_size') as max_wal_size, current_setting('checkpoint_timeout') as checkpoint_timeout, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as bytes`;
+  for (const view of ['select num_timed as timed, num_requested as requested from pg_stat_checkpointer', 'select checkpoints_timed as timed, checkpoints_req as requested from pg_stat_bgwriter']) {
+    try {
+      const r = (await s.pgQuery(`select c.timed::bigint as timed, c.requested::bigint as requested, ${settings} from (${view}) c`)).rows[0];
+      if (r) return { at: performance.now(), bytes: Number(r.bytes), timed: Number(r.timed), requested: Number(r.requested), maxWalSize: String(r.max_wal_size), checkpointTimeout: String(r.checkpoint_timeout) };
+    } catch {
+      // The other view.
+    }
+  }
+  return undefined;
+}
+
+function walBetween(a: WalCounters, b: WalCounters & { maxWalSize: string; checkpointTimeout: string }): WalWindow {
+  return { mbPerSecond: (b.bytes - a.bytes) / 1e6 / ((b.at - a.at) / 1000), timed: b.timed - a.timed, requested: b.requested - a.requested, maxWalSize: b.maxWalSize, checkpointTimeout: b.checkpointTimeout };
+}
+
+const walLine = (w: WalWindow) =>
+  `${fmt(w.mbPerSecond, 1)} MB/s written; checkpoints begun: ${w.timed} on schedule, ${w.requested} asked for   (max_wal_size ${w.maxWalSize}, checkpoint_timeout ${w.checkpointTimeout})`;
 
 /** The hosts table's row updates so far, and how many were heap-only (HOT): an update that wrote no index entry. */
 async function hostUpdates(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<{ updates: number; hot: number }> {
