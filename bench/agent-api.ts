@@ -481,6 +481,7 @@ async function main(): Promise<void> {
         // What the window printed of the service's own counts: its refreshes by who ran them, and its collection pauses.
         refreshes: w.refreshes,
         gc: w.gc,
+        wal: w.wal,
       })),
       notMeasured,
       knee: { ...knee, criteria: { p99Ms: TARGET_P99_MS, minAchievedRatio: 0.98, failures: 0 } },
