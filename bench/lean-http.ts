@@ -9,7 +9,8 @@
  * request and response objects, header handling, streams), CPU the API under
  * test did not get. What this keeps of it: every answer read to its end before
  * the connection takes another request, the server's keep-alive honoured (a
- * connection idle for IDLE_CLOSE_MS is closed before the server's 5 s would),
+ * connection idle for IDLE_CLOSE_MS is closed, well before the server's
+ * API_KEEP_ALIVE_TIMEOUT_MS would close it, and before Node's default 5 s),
  * a request waiting when every connection is busy and the limit is reached,
  * and transport errors reported by code, marked when the connection had
  * served before (a race with the server closing it, not the API failing).
@@ -28,7 +29,7 @@ interface Pending {
 
 const CRLF2 = Buffer.from('\r\n\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
-/** Below the server's `Keep-Alive: timeout=5`: a connection idle this long is closed, not reused. */
+/** Below any server's keep-alive (Node's default is 5 s, the API's 100 s): a connection idle this long is closed, not reused. */
 const IDLE_CLOSE_MS = 4000;
 
 class Connection {
