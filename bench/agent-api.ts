@@ -589,11 +589,12 @@ interface WalWindow {
 
 /**
  * WAL written so far and the checkpoints begun, with the two settings that
- * pace them. A checkpoint asked for because max_wal_size filled is followed
- * by a full-page image in the WAL of every page first written after it, and
- * by the writing out of every dirty buffer: undefined when the server has
- * neither view (pg_stat_checkpointer is PostgreSQL 17's, pg_stat_bgwriter
- * the earlier ones').
+ * pace them. A checkpoint (on schedule, or asked for when max_wal_size
+ * filled) writes out every dirty buffer, and is followed by a full-page
+ * image in the WAL of every page first written after it. Undefined when the
+ * server has neither view (pg_stat_checkpointer is PostgreSQL 17's,
+ * pg_stat_bgwriter the earlier ones'). The scheduled count includes
+ * checkpoints skipped on an idle server; a loaded one skips none.
  */
 async function walCounters(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<(WalCounters & { maxWalSize: string; checkpointTimeout: string }) | undefined> {
   const settings = `current_setting('max_wal_size') as max_wal_size, current_setting('checkpoint_timeout') as checkpoint_timeout, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as bytes`;
