@@ -577,6 +577,8 @@ interface WalCounters {
   bytes: number;
   timed: number;
   requested: number;
+  maxWalSize: string;
+  checkpointTimeout: string;
 }
 interface WalWindow {
   mbPerSecond: number;
@@ -596,7 +598,7 @@ interface WalWindow {
  * pg_stat_bgwriter the earlier ones'). The scheduled count includes
  * checkpoints skipped on an idle server; a loaded one skips none.
  */
-async function walCounters(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<(WalCounters & { maxWalSize: string; checkpointTimeout: string }) | undefined> {
+async function walCounters(s: Pick<Stack, 'pgQuery'>): Promise<WalCounters | undefined> {
   const settings = `current_setting('max_wal_size') as max_wal_size, current_setting('checkpoint_timeout') as checkpoint_timeout, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as bytes`;
   for (const view of ['select num_timed as timed, num_requested as requested from pg_stat_checkpointer', 'select checkpoints_timed as timed, checkpoints_req as requested from pg_stat_bgwriter']) {
     try {
@@ -609,7 +611,7 @@ async function walCounters(s: { pgQuery: (sql: string) => Promise<{ rows: Array<
   return undefined;
 }
 
-function walBetween(a: WalCounters, b: WalCounters & { maxWalSize: string; checkpointTimeout: string }): WalWindow {
+function walBetween(a: WalCounters, b: WalCounters): WalWindow {
   return { mbPerSecond: (b.bytes - a.bytes) / 1e6 / ((b.at - a.at) / 1000), timed: b.timed - a.timed, requested: b.requested - a.requested, maxWalSize: b.maxWalSize, checkpointTimeout: b.checkpointTimeout };
 }
 
@@ -617,7 +619,7 @@ const walLine = (w: WalWindow) =>
   `${fmt(w.mbPerSecond, 1)} MB/s written; checkpoints begun: ${w.timed} on schedule, ${w.requested} asked for   (max_wal_size ${w.maxWalSize}, checkpoint_timeout ${w.checkpointTimeout})`;
 
 /** The hosts table's row updates so far, and how many were heap-only (HOT): an update that wrote no index entry. */
-async function hostUpdates(s: { pgQuery: (sql: string) => Promise<{ rows: Array<Record<string, unknown>> }> }): Promise<{ updates: number; hot: number }> {
+async function hostUpdates(s: Pick<Stack, 'pgQuery'>): Promise<{ updates: number; hot: number }> {
   const r = (await s.pgQuery(`select n_tup_upd::bigint as upd, n_tup_hot_upd::bigint as hot from pg_stat_user_tables where relname = 'hosts'`)).rows[0];
   return { updates: Number(r?.upd ?? 0), hot: Number(r?.hot ?? 0) };
 }
