@@ -11,20 +11,20 @@
  *   npm run build && node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20]
  */
 import { fork } from 'node:child_process';
+import cluster from 'node:cluster';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres';
 import { freePort } from '../src/dev/process-utils';
 import { LeanPool } from './lean-http';
-import { treeCpuSeconds } from './proc-stats';
+import { processCpuSeconds, treeCpuSeconds } from './proc-stats';
 import { checkOptions, numberFlag, postmasterPid, stringFlag } from './support';
 
-checkOptions('usage: node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20]', { numbers: ['seconds'], strings: ['rates'], switches: ['generator'] });
+checkOptions('usage: node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20] [--processes 1] [--pad 1500]', { numbers: ['seconds', 'processes', 'pad'], strings: ['rates'], switches: ['generator', 'worker'] });
 
 const ROWS = 5000;
 
@@ -69,7 +69,64 @@ async function main(): Promise<void> {
   const db = new Pool({ connectionString: pg.url, max: 10 });
   // An idle connection that PostgreSQL's shutdown ends is no failure of the measurement.
   db.on('error', () => undefined);
+  const processes = numberFlag('processes', 1);
+  const pad = numberFlag('pad', 1500);
   const child = fork(__filename, ['--generator']);
+  const port = await freePort();
+  let server: http.Server | undefined;
+  const workers: number[] = [];
+  try {
+    await db.query('create table h (id int primary key, checked_in_at timestamptz, agent_timestamp bigint, status text, step_sends jsonb, pad text)');
+    await db.query(`insert into h select g, now(), 0, 'pending-for-input', '{"inventory":{"d":"x","at":1}}', repeat('x', ${pad}) from generate_series(0, ${ROWS - 1}) g`);
+    if (processes === 1) server = await pollServer(pg.url, port);
+    else {
+      // node:cluster, as the API's default: the primary accepts and hands connections out; its CPU counts too.
+      cluster.setupPrimary({ exec: __filename, args: ['--worker'] });
+      for (let k = 0; k < processes; k++) {
+        const w = cluster.fork({ POLL_FLOOR_PG: pg.url, POLL_FLOOR_PORT: String(port) });
+        await new Promise<void>((resolve) => w.once('message', () => resolve()));
+        workers.push(w.process.pid!);
+      }
+    }
+    const serverCpu = () => processCpuSeconds(process.pid) + workers.reduce((t, pid) => t + processCpuSeconds(pid), 0);
+    const pgPid = postmasterPid(path.join(dir, 'data'));
+    process.stdout.write(`poll-floor: node:http + pg, ${processes === 1 ? 'one process' : `${processes} node:cluster workers`}, one prepared UPDATE … RETURNING per GET (${ROWS} rows padded with ${pad} bytes), a ${Buffer.byteLength(ANSWER)}-byte JSON answer with ETag; ${seconds} s per rate\n`);
+    for (const rate of rates) {
+      const c0 = serverCpu();
+      const pg0 = treeCpuSeconds(pgPid);
+      const r = await new Promise<{ p50: number; p99: number; failed: number }>((resolve) => {
+        child.once('message', resolve);
+        child.send({ port, rate, seconds });
+      });
+      const n = rate * seconds;
+      const serverMs = ((serverCpu() - c0) * 1000) / n;
+      const pgMs = ((treeCpuSeconds(pgPid) - pg0) * 1000) / n;
+      process.stdout.write(`rate ${rate}/s: server ${serverMs.toFixed(3)} ms, PostgreSQL ${pgMs.toFixed(3)} ms of CPU per request; p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; ${r.failed} failed\n`);
+    }
+  } finally {
+    child.kill();
+    for (const w of Object.values(cluster.workers ?? {})) w?.kill();
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server!.close(() => resolve()));
+    }
+    await db.end();
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A discovery poll's answer in size and shape: six steps with short JSON arguments. */
+const ANSWER = JSON.stringify({
+  next_instruction_seconds: 60,
+  post_step_action: 'continue',
+  instructions: Array.from({ length: 6 }, (_, k) => ({ step_type: 'connectivity-check', step_id: `step-${k}`, args: [JSON.stringify({ a: 'y'.repeat(150) })] })),
+});
+
+/** The server: one prepared UPDATE … RETURNING per GET, then the fixed answer. */
+async function pollServer(url: string, port: number): Promise<http.Server> {
+  const db = new Pool({ connectionString: url, max: 10 });
+  db.on('error', () => undefined);
   const server = http.createServer((req, res) => {
     const m = /^\/poll\/(\d+)\?timestamp=(\d+)$/.exec(req.url ?? '');
     if (!m) {
@@ -90,44 +147,13 @@ async function main(): Promise<void> {
       },
     );
   });
-  try {
-    await db.query('create table h (id int primary key, checked_in_at timestamptz, agent_timestamp bigint, status text, step_sends jsonb, pad text)');
-    await db.query(`insert into h select g, now(), 0, 'pending-for-input', '{"inventory":{"d":"x","at":1}}', repeat('x', 1500) from generate_series(0, ${ROWS - 1}) g`);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as AddressInfo).port;
-    const pgPid = postmasterPid(path.join(dir, 'data'));
-    process.stdout.write(`poll-floor: node:http + pg, one process, one prepared UPDATE … RETURNING per GET (${ROWS} rows), a ${Buffer.byteLength(ANSWER)}-byte JSON answer with ETag; ${seconds} s per rate\n`);
-    for (const rate of rates) {
-      const c0 = process.cpuUsage();
-      const pg0 = treeCpuSeconds(pgPid);
-      const r = await new Promise<{ p50: number; p99: number; failed: number }>((resolve) => {
-        child.once('message', resolve);
-        child.send({ port, rate, seconds });
-      });
-      const c = process.cpuUsage(c0);
-      const n = rate * seconds;
-      const serverMs = (c.user + c.system) / 1000 / n;
-      const pgMs = ((treeCpuSeconds(pgPid) - pg0) * 1000) / n;
-      process.stdout.write(`rate ${rate}/s: server ${serverMs.toFixed(3)} ms, PostgreSQL ${pgMs.toFixed(3)} ms of CPU per request; p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; ${r.failed} failed\n`);
-    }
-  } finally {
-    child.kill();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await db.end();
-    await pg.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return server;
 }
 
-/** A discovery poll's answer in size and shape: six steps with short JSON arguments. */
-const ANSWER = JSON.stringify({
-  next_instruction_seconds: 60,
-  post_step_action: 'continue',
-  instructions: Array.from({ length: 6 }, (_, k) => ({ step_type: 'connectivity-check', step_id: `step-${k}`, args: [JSON.stringify({ a: 'y'.repeat(150) })] })),
-});
-
 if (process.argv.includes('--generator')) generator();
+else if (process.argv.includes('--worker'))
+  void pollServer(process.env.POLL_FLOOR_PG!, Number(process.env.POLL_FLOOR_PORT)).then(() => process.send!('listening'));
 else
   main().catch((err: unknown) => {
     process.stderr.write(`poll-floor failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -89,6 +89,8 @@ export const ENV_SCHEMA = z.object({
   DATABASE_PLAN_CACHE_MODE: z.enum(PLAN_CACHE_MODES).default('force_generic_plan'),
   // The API's agent polls send their check-in on one pipelined connection per process (src/db/poll-lane.ts).
   DATABASE_POLL_LANE: z.enum(['true', 'false']).default('true'),
+  // The least time between two of a process's batched check-in statements on the lane: a poll waits at most this long for others to share one.
+  DATABASE_POLL_LANE_GATHER_MS: z.coerce.number().min(0).max(100).default(4),
   EMBEDDED_POSTGRES_PORT: port.default(5433),
   TEMPORAL_ADDRESS: z
     .string()
@@ -193,7 +195,7 @@ export interface Config {
   stateDir: string;
   /** `processes`: `landfall api` forks this many workers sharing the port (1: serves in the one process). */
   api: { host: string; port: number; baseUrl: string; processes: number; agentFastPath: boolean; warmValidators: boolean; admission: { maxInFlight: number; maxPollWaitMs: number; maxLoopLagMs: number }; role: 'serve' | 'refresh'; keepAliveTimeoutMs: number };
-  database: { url: string | undefined; poolMax: number; planCacheMode: PlanCacheMode; pollLane: boolean; embeddedPort: number };
+  database: { url: string | undefined; poolMax: number; planCacheMode: PlanCacheMode; pollLane: boolean; pollLaneGatherMs: number; embeddedPort: number };
   temporal: {
     address: string;
     namespace: string;
@@ -309,7 +311,7 @@ export function parseConfig(
       admission: { maxInFlight: e.API_AGENT_MAX_IN_FLIGHT, maxPollWaitMs: e.API_AGENT_MAX_POLL_WAIT_MS, maxLoopLagMs: e.API_AGENT_MAX_LOOP_LAG_MS },
       keepAliveTimeoutMs: e.API_KEEP_ALIVE_TIMEOUT_MS,
     },
-    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, planCacheMode: e.DATABASE_PLAN_CACHE_MODE, pollLane: e.DATABASE_POLL_LANE === 'true', embeddedPort: e.EMBEDDED_POSTGRES_PORT },
+    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX, planCacheMode: e.DATABASE_PLAN_CACHE_MODE, pollLane: e.DATABASE_POLL_LANE === 'true', pollLaneGatherMs: e.DATABASE_POLL_LANE_GATHER_MS, embeddedPort: e.EMBEDDED_POSTGRES_PORT },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
@@ -387,6 +389,7 @@ export function configToEnv(c: Config): Record<EnvName, string | undefined> {
     DATABASE_POOL_MAX: String(c.database.poolMax),
     DATABASE_PLAN_CACHE_MODE: c.database.planCacheMode,
     DATABASE_POLL_LANE: String(c.database.pollLane),
+    DATABASE_POLL_LANE_GATHER_MS: String(c.database.pollLaneGatherMs),
     EMBEDDED_POSTGRES_PORT: String(c.database.embeddedPort),
     TEMPORAL_ADDRESS: c.temporal.address,
     TEMPORAL_NAMESPACE: c.temporal.namespace,

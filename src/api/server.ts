@@ -34,7 +34,7 @@ export interface RunningApi {
 export async function startApi(cfg: Config, logger: Logger = createLogger(cfg, 'api')): Promise<RunningApi> {
   if (!cfg.database.url) throw new Error('DATABASE_URL is required for the API (landfall dev starts an embedded PostgreSQL)');
   if (cfg.auth.type === 'local' && !cfg.auth.privateKeyPem) throw new Error('EC_PRIVATE_KEY_PEM is required when AUTH_TYPE=local (landfall dev generates one)');
-  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode, logger, { pollLane: cfg.database.pollLane });
+  const db = createDb(cfg.database.url, cfg.database.poolMax, cfg.database.planCacheMode, logger, { pollLane: cfg.database.pollLane, pollLaneGatherMs: cfg.database.pollLaneGatherMs });
   const store = createObjectStore(cfg.storage);
   const temporal = createTemporalClient(cfg.temporal);
   const repos = createRepos(db);

@@ -107,7 +107,7 @@ export async function hotQuery<R>(db: Db | Knex.Transaction, text: string, value
  * The statements here look rows up by key, where a generic plan
  * is the plan a custom one would be.
  */
-export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger, options: { pollLane?: boolean } = {}): Db {
+export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode = 'force_generic_plan', logger?: Logger, options: { pollLane?: boolean; pollLaneGatherMs?: number } = {}): Db {
   const log = logger?.child({ component: 'db' });
   const db = knex({
     // knex's own messages (a connection lost, a pool that cannot connect) go to the service's log, structured, instead
@@ -128,7 +128,7 @@ export function createDb(url: string, poolMax = 10, planCacheMode: PlanCacheMode
     acquireConnectionTimeout: 10000,
   });
   if (options.pollLane) {
-    const lane = new PollLane(url, planCacheMode, log);
+    const lane = new PollLane(url, planCacheMode, log, options.pollLaneGatherMs);
     lanes.set(db, lane);
     // The lane's connection ends with the pool's (knex's destroy is its client's; the knex object's own is read-only).
     const client = db.client as { destroy(callback?: unknown): Promise<void> };

@@ -5,8 +5,9 @@
  * the check-ins of one turn of the event loop go out as one statement in one write;
  * a host polled twice in a turn is answered twice;
  * a lane whose backend is killed is replaced while every poll is answered;
- * a missing host is missing; destroying the database ends the lane's
- * connection.
+ * a missing host is missing; a paced lane (gatherMs) sends at most one
+ * batch per gatherMs, and at once after a quiet spell; destroying the
+ * database ends the lane's connection.
  */
 import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
@@ -183,6 +184,45 @@ describe('the poll lane', () => {
     sent.length = 0;
     expect((await checkIn(ids[2]!, 'back'))?.agentVersion).toBe('back');
     expect(sent).toEqual(['lane']);
+  });
+
+  it('paced: a batch that comes sooner than gatherMs after the last waits for the rest of it and carries every check-in given meanwhile; after a quiet spell one goes at once', async () => {
+    const GATHER_MS = 300;
+    const paced = createDb(pg.url, 2, undefined, undefined, { pollLane: true, pollLaneGatherMs: GATHER_MS });
+    // When each lane statement left, and how many check-ins it carried.
+    const statements: Array<{ at: number; rows: number }> = [];
+    paced.on('query', (q: { sql: string; bindings: unknown[] }) => {
+      if (/skip locked/.test(q.sql)) statements.push({ at: performance.now(), rows: (q.bindings[0] as unknown[]).length });
+    });
+    const pacedCheckIn = (id: string, version: string) => createHostsRepo(paced).checkIn({ infraEnvId, hostId: id }, 1_700_000_000, version, new Date());
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      // The lane connected (its first statement waits for the connection, which would blur the times below).
+      expect((await pacedCheckIn(ids[5]!, 'warm'))?.agentVersion).toBe('warm');
+      // A quiet spell longer than GATHER_MS: the next poll's statement leaves in its own turn, not GATHER_MS later.
+      await sleep(GATHER_MS + 50);
+      statements.length = 0;
+      const asked = performance.now();
+      expect((await pacedCheckIn(ids[0]!, 'p0'))?.agentVersion).toBe('p0');
+      expect(statements.map((s) => s.rows)).toEqual([1]);
+      expect(statements[0]!.at - asked).toBeLessThan(GATHER_MS / 2);
+      // Three polls in three turns, 20 ms apart, all sooner than GATHER_MS after it: one statement for the three,
+      // GATHER_MS after the last (setTimeout counts whole milliseconds: a millisecond of slack).
+      const later: Array<Promise<unknown>> = [];
+      for (const [k, id] of ids.slice(1, 4).entries()) {
+        later.push(pacedCheckIn(id, `p${k + 1}`));
+        await sleep(20);
+      }
+      const answers = (await Promise.all(later)) as Array<{ agentVersion: string } | undefined>;
+      expect(answers.map((a) => a?.agentVersion)).toEqual(['p1', 'p2', 'p3']);
+      expect(statements.map((s) => s.rows)).toEqual([1, 3]);
+      expect(statements[1]!.at - statements[0]!.at).toBeGreaterThanOrEqual(GATHER_MS - 1);
+      // What each poll wrote is its own.
+      const rows = await other('hosts').whereIn('id', ids.slice(0, 4)).select('id', 'discovery_agent_version');
+      expect(Object.fromEntries(rows.map((r: { id: string; discovery_agent_version: string }) => [r.id, r.discovery_agent_version]))).toEqual(Object.fromEntries(ids.slice(0, 4).map((id, i) => [id, `p${i}`])));
+    } finally {
+      await paced.destroy();
+    }
   });
 
   it('ends its connection with the database', async () => {

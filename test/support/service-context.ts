@@ -26,10 +26,10 @@ export async function startTestServiceContext(name: string, poolMax = 8): Promis
   let db: Db | undefined;
   let ctx: ServiceContext;
   try {
-    // As the API opens it: with the poll lane (src/db/poll-lane.ts), so check-ins here take the path they take in service.
-    db = createDb(pg.url, poolMax, undefined, undefined, { pollLane: true });
-    await migrateLatest(db);
     const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: '127.0.0.1:1', STORAGE_LOCAL_DIR: tempDir(`${name}-objects`) });
+    // As the API opens it: with the poll lane (src/db/poll-lane.ts), paced as by default, so check-ins here take the path they take in service.
+    db = createDb(pg.url, poolMax, undefined, undefined, { pollLane: true, pollLaneGatherMs: cfg.database.pollLaneGatherMs });
+    await migrateLatest(db);
     const noTemporal = { workflow: {}, withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() } as unknown as Client;
     ctx = buildServiceContext(cfg, { db, repos: createRepos(db), store: new LocalObjectStore(tempDir(`${name}-store`)), temporal: noTemporal });
   } catch (err) {
