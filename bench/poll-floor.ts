@@ -8,7 +8,11 @@
  * request: what Node's HTTP server, pg and PostgreSQL cost before any of the
  * service's own work, to compare with agent-api's "CPU/request".
  *
- *   npm run build && node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20]
+ * `--processes N` serves from N node:cluster workers, as the API does by
+ * default (their CPU and the primary's counted); `--pad N` pads each row
+ * with N bytes (1,500 by default; 0: a narrow row).
+ *
+ *   npm run build && node dist/bench/poll-floor.js [--rates 800,1500] [--seconds 20] [--processes 1] [--pad 1500]
  */
 import { fork } from 'node:child_process';
 import cluster from 'node:cluster';
@@ -147,6 +151,8 @@ async function pollServer(url: string, port: number): Promise<http.Server> {
       },
     );
   });
+  // Its pool ends with it (an idle pool would keep the process alive for its idle timeout).
+  server.on('close', () => void db.end());
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return server;
 }
